@@ -1,0 +1,40 @@
+# rayconformance: `make conformance` runs the suite on a local test bed with KubeRay; `make test` runs the
+# project's own tests. Both set up everything they need on a fresh machine (root, Debian, Go, Python 3.11).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PYTEST_ARGS ?=
+CONFORMANCE_ARGS ?=
+
+.PHONY: conformance test unit integration setup deps tools venv down clean
+
+conformance: setup
+	$(PY) -m pytest conformance $(CONFORMANCE_ARGS)
+
+test: setup
+	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+unit: venv
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+setup: deps tools venv
+
+deps:
+	bash clusters/local/install-deps.sh
+
+tools:
+	bash clusters/local/build-tools.sh
+	bash clusters/local/ray-venv.sh
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e .
+	touch $@
+
+down: venv
+	$(PY) -m clusters.local down
+
+clean: down
+	rm -rf reports/*/ $(VENV)

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Builds the local test bed's Go components into a cache outside the repo, keyed by version.
+# Usage: build-tools.sh [component ...]   (components: etcd kubernetes coredns kuberay; default: all)
+# Already-built components are skipped. Prints what it builds and how long each took.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+. "$here/versions.env"
+CACHE=${RAYCONF_CACHE:-/var/cache/rayconformance}
+export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
+command -v go >/dev/null || { echo "build-tools: 'go' not found on PATH; install Go >= 1.25 and retry" >&2; exit 2; }
+
+stamp() { date +%s; }
+report() { echo "build-tools: $1 built in $(( $(stamp) - $2 ))s -> $3"; }
+
+build_etcd() {
+  local dir=$CACHE/etcd-$ETCD_VERSION
+  [ -x "$dir/bin/etcd" ] && { echo "build-tools: etcd $ETCD_VERSION cached"; return; }
+  echo "build-tools: building etcd $ETCD_VERSION"; local t=$(stamp)
+  rm -rf "$dir/src"; mkdir -p "$dir/src" && cd "$dir/src"
+  go mod init rayconformance.local/etcdbin >/dev/null 2>&1
+  go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+  go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" \
+    -o "$dir/bin/etcd" go.etcd.io/etcd/server/v3
+  report etcd "$t" "$dir/bin"
+}
+
+build_kubernetes() {
+  local K=$KUBERNETES_VERSION dir=$CACHE/kubernetes-$KUBERNETES_VERSION
+  local cmds="kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl"
+  local missing=""
+  for c in $cmds; do [ -x "$dir/bin/$c" ] || missing="$missing $c"; done
+  [ -z "$missing" ] && { echo "build-tools: kubernetes $K cached"; return; }
+  echo "build-tools: building kubernetes $K:$missing"; local t=$(stamp)
+  local S=v0.${K#v1.} minor; minor=$(echo "$K" | cut -d. -f2)
+  mkdir -p "$dir/src" && cd "$dir/src"
+  if [ ! -f go.mod ]; then
+    go mod init rayconformance.local/k8sbin >/dev/null 2>&1
+    local gomod; gomod=$(go list -m -json "k8s.io/kubernetes@$K" | python3 -c 'import json,sys;print(json.load(sys.stdin)["GoMod"])')
+    # every staging module upstream replaces with ./staging/... maps to its published twin
+    grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging' "$gomod" | awk '{print $1}' |
+      while read -r m; do go mod edit -replace "$m=$m@$S"; done
+    local pkgs=""; for c in $cmds; do pkgs="$pkgs k8s.io/kubernetes/cmd/$c@$K"; done
+    # shellcheck disable=SC2086
+    go get -tool $pkgs
+  fi
+  local ld="-s -w" p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld="$ld -X $p.gitVersion=$K -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  done
+  local pk=""; for c in $missing; do pk="$pk k8s.io/kubernetes/cmd/$c"; done
+  mkdir -p "$dir/bin"
+  # shellcheck disable=SC2086
+  go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ld" -o "$dir/bin/" $pk
+  report kubernetes "$t" "$dir/bin"
+}
+
+build_coredns() {
+  local dir=$CACHE/coredns-$COREDNS_VERSION
+  [ -x "$dir/bin/coredns" ] && { echo "build-tools: coredns $COREDNS_VERSION cached"; return; }
+  echo "build-tools: building coredns $COREDNS_VERSION"; local t=$(stamp)
+  GOBIN=$dir/bin go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+  report coredns "$t" "$dir/bin"
+}
+
+build_kuberay() {
+  local v
+  for v in $KUBERAY_VERSIONS; do
+    local dir=$CACHE/kuberay-$v
+    if [ -x "$dir/bin/ray-operator" ]; then echo "build-tools: kuberay $v cached"; continue; fi
+    echo "build-tools: building kuberay $v"; local t=$(stamp)
+    GOBIN=$dir/bin go install -trimpath -ldflags "-s -w" "github.com/ray-project/kuberay/ray-operator@$v"
+    # CRDs and manifests from the same module version
+    local src; src=$(go list -m -json "github.com/ray-project/kuberay/ray-operator@$v" 2>/dev/null | python3 -c 'import json,sys;print(json.load(sys.stdin).get("Dir",""))')
+    if [ -z "$src" ]; then (cd /tmp && go mod download "github.com/ray-project/kuberay/ray-operator@$v"); src=$(go env GOMODCACHE)/github.com/ray-project/kuberay/ray-operator@$v; fi
+    rm -rf "$dir/config"; cp -r "$src/config" "$dir/config"; chmod -R u+w "$dir/config"
+    report "kuberay $v" "$t" "$dir/bin"
+  done
+}
+
+all="etcd kubernetes coredns kuberay"
+start=$(stamp)
+for c in ${*:-$all}; do
+  case $c in
+    etcd|kubernetes|coredns|kuberay) ( "build_$c" ) ;;
+    *) echo "build-tools: unknown component '$c' (known: $all)" >&2; exit 2 ;;
+  esac
+done
+echo "build-tools: done in $(( $(stamp) - start ))s (cache: $CACHE)"

@@ -1,0 +1,104 @@
+"""Background processes of the test bed: started detached, recorded by pid file, stopped for sure.
+
+Each process gets `<state>/pids/<name>.pid` and `<state>/logs/<name>.log`. Stopping sends SIGTERM to the
+process group, waits, then SIGKILLs; it works for processes left by a crashed earlier run too.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+
+def spawn(state: Path, name: str, argv: list[str], env: dict | None = None, cwd: Path | None = None) -> int:
+    (state / "pids").mkdir(parents=True, exist_ok=True)
+    (state / "logs").mkdir(parents=True, exist_ok=True)
+    log = open(state / "logs" / f"{name}.log", "ab")
+    try:
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True)
+    except FileNotFoundError:
+        raise RuntimeError(f"cannot start {name}: {argv[0]} not found (run `make tools` to build the test bed)") from None
+    finally:
+        log.close()
+    (state / "pids" / f"{name}.pid").write_text(str(p.pid))
+    return p.pid
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def running(state: Path, name: str) -> bool:
+    f = state / "pids" / f"{name}.pid"
+    return f.exists() and alive(int(f.read_text()))
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    for target in (lambda: os.killpg(pid, sig), lambda: os.kill(pid, sig)):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def stop_pid(pid: int, grace: float = 10.0) -> None:
+    _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while alive(pid) and time.monotonic() < deadline:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.1)
+    if alive(pid):
+        _signal_group(pid, signal.SIGKILL)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def stop(state: Path, name: str, grace: float = 10.0) -> None:
+    f = state / "pids" / f"{name}.pid"
+    if f.exists():
+        stop_pid(int(f.read_text()), grace)
+        f.unlink(missing_ok=True)
+
+
+def stop_all(state: Path, order: list[str], grace: float = 10.0) -> None:
+    """Stop the named processes in order, then any other recorded ones."""
+    pids = state / "pids"
+    if not pids.is_dir():
+        return
+    names = order + sorted(p.stem for p in pids.glob("*.pid") if p.stem not in order)
+    for name in names:
+        stop(state, name, grace)
+
+
+def kill_strays(exe_prefixes: list[Path]) -> int:
+    """Kill processes whose executable lives under one of the given dirs (leftovers of a lost state dir)."""
+    n = 0
+    prefixes = [str(p) for p in exe_prefixes]
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            exe = os.readlink(d / "exe")
+        except OSError:
+            continue
+        if any(exe.startswith(p) for p in prefixes):
+            stop_pid(int(d.name), grace=3)
+            n += 1
+    return n
