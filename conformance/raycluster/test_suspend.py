@@ -1,0 +1,49 @@
+"""RayCluster suspension: suspending deletes the cluster's Pods and says so in conditions; resuming restores it."""
+from __future__ import annotations
+
+import pytest
+
+from fixtures import ray
+from fixtures.waiting import wait_for
+
+from .helpers import describe_pods, pods
+
+
+def cond_is(obj, ctype: str, status: str, reason: str | None = None) -> bool:
+    c = ray.condition(obj, ctype)
+    return c is not None and c["status"] == status and (reason is None or c.get("reason") == reason)
+
+
+@pytest.mark.feature("RayClusterSuspend")
+def test_suspend_and_resume(k8s, namespace, ray_version, timeouts):
+    rc = ray.RayResources(k8s, namespace, "RayCluster")
+    body = ray.sample("raycluster-basic", ray_version)
+    name = body["metadata"]["name"]
+    rc.create(body)
+
+    def observe():
+        return f"{ray.describe_conditions(rc.get(name))}; Pods: {describe_pods(pods(k8s, namespace, name))}"
+
+    wait_for(lambda: (cond_is(rc.get(name), "RayClusterProvisioned", "True"), True), timeouts.long,
+             f"RayCluster {name} provisioned", observe=observe)
+
+    rc.patch(name, {"spec": {"suspend": True}})
+    obj = wait_for(lambda: ((o := rc.get(name)) is not None and cond_is(o, "RayClusterSuspended", "True")
+                            and not pods(k8s, namespace, name), o),
+                   timeouts.medium, "RayClusterSuspended=True and no Pods left", observe=observe)
+    assert cond_is(obj, "RayClusterSuspended", "True", "RayClusterSuspended"), ray.describe_conditions(obj)
+    assert cond_is(obj, "RayClusterSuspending", "False"), \
+        f"expected RayClusterSuspending=False once suspended, observed {ray.describe_conditions(obj)}"
+    assert cond_is(obj, "HeadPodReady", "False", "HeadPodNotFound"), \
+        f"expected HeadPodReady=False/HeadPodNotFound while suspended, observed {ray.describe_conditions(obj)}"
+    assert cond_is(obj, "RayClusterProvisioned", "False"), \
+        f"expected RayClusterProvisioned=False while suspended, observed {ray.describe_conditions(obj)}"
+    assert (obj.get("status") or {}).get("state") == "suspended", f"status.state: {(obj.get('status') or {}).get('state')}"
+
+    rc.patch(name, {"spec": {"suspend": False}})
+    obj = wait_for(lambda: ((o := rc.get(name)) is not None and cond_is(o, "RayClusterProvisioned", "True")
+                            and cond_is(o, "RayClusterSuspended", "False"), o),
+                   timeouts.long, "RayClusterProvisioned=True and RayClusterSuspended=False after resume",
+                   observe=observe)
+    assert cond_is(obj, "HeadPodReady", "True"), ray.describe_conditions(obj)
+    assert len(pods(k8s, namespace, name, "head")) == 1 and len(pods(k8s, namespace, name, "worker")) == 1, observe()

@@ -1,0 +1,92 @@
+"""Zero-downtime RayService upgrade (NewCluster) under continuous traffic, and head Pod failure during it."""
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from fixtures import ray
+from fixtures.traffic import LoadGenerator, summary
+from fixtures.waiting import wait_for
+
+from .helpers import active_cluster, describe, pending_cluster, serve_service
+from .test_ready import deploy
+
+
+def start_traffic(k8s, namespace, obj, timeouts) -> LoadGenerator:
+    gen = LoadGenerator(k8s, namespace, f"http://{serve_service(obj)}:8000/", rate=20)
+    gen.start()
+    wait_for(lambda: ((s := gen.stats()) is not None and s["requests"] - s["failures"] >= 20, s), timeouts.medium,
+             "the load generator to get 20 answers", observe=gen.stats)
+    return gen
+
+
+def trigger_upgrade(rs: ray.RayResources, obj: dict, marker: str) -> None:
+    """Change the cluster spec (a head env var), which needs a new RayCluster."""
+    spec = obj["spec"]["rayClusterConfig"]
+    head = spec["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["env"] = [*head.get("env", []), {"name": "RAYCONFORMANCE_UPGRADE", "value": marker}]
+    rs.patch(obj["metadata"]["name"], {"spec": {"rayClusterConfig": spec, "rayClusterDeletionDelaySeconds": 5}})
+
+
+def wait_switched(k8s, namespace, rs, name, old_cluster, gen, timeouts) -> str:
+    def switched():
+        o = rs.get(name)
+        new = active_cluster(o)
+        return (new not in (None, old_cluster) and not pending_cluster(o)), new
+
+    new = wait_for(switched, timeouts.long, f"traffic to switch from {old_cluster} to a new RayCluster",
+                   observe=lambda: f"{describe(rs.get(name))}; traffic: {summary(gen.stats())}")
+    clusters = ray.RayResources(k8s, namespace, "RayCluster")
+    wait_for(lambda: (clusters.get(old_cluster) is None, True), timeouts.medium,
+             f"the old RayCluster {old_cluster} to be deleted",
+             observe=lambda: [c["metadata"]["name"] for c in clusters.list()])
+    wait_for(lambda: ((s := gen.stats()) is not None and any(new in a for a in s["answers"]), s), timeouts.medium,
+             f"answers from the new cluster {new}", observe=gen.stats)
+    return new
+
+
+def record_traffic(record_property, stats: dict | None) -> None:
+    for k in ("requests", "failures", "p50_ms", "p95_ms", "p99_ms", "max_ms", "first_failure_s", "last_failure_s"):
+        record_property(f"traffic.{k}", (stats or {}).get(k))
+
+
+@pytest.mark.feature("RayServiceZeroDowntimeUpgrade")
+def test_new_cluster_upgrade_drops_no_request(k8s, namespace, ray_version, timeouts, record_property):
+    rs, obj = deploy(k8s, namespace, ray_version, timeouts)
+    name, old = obj["metadata"]["name"], active_cluster(obj)
+    gen = start_traffic(k8s, namespace, obj, timeouts)
+
+    trigger_upgrade(rs, obj, "1")
+    wait_for(lambda: (pending_cluster(rs.get(name)) is not None or active_cluster(rs.get(name)) != old, True),
+             timeouts.medium, "a pending RayCluster for the upgrade", observe=lambda: describe(rs.get(name)))
+    wait_switched(k8s, namespace, rs, name, old, gen, timeouts)
+    stats = gen.stop()
+    record_traffic(record_property, stats)
+    assert stats and stats["requests"] > 0, "the load generator sent no requests"
+    assert stats["failures"] == 0, f"a zero-downtime upgrade must not fail requests: {summary(stats)}"
+
+
+@pytest.mark.feature("RayServiceHeadFailureDuringUpgrade")
+def test_pending_head_failure_does_not_break_upgrade(k8s, namespace, ray_version, timeouts, record_property):
+    rs, obj = deploy(k8s, namespace, ray_version, timeouts)
+    name, old = obj["metadata"]["name"], active_cluster(obj)
+    gen = start_traffic(k8s, namespace, obj, timeouts)
+    core = client.CoreV1Api(k8s)
+
+    trigger_upgrade(rs, obj, "head-failure")
+    pending = wait_for(lambda: ((p := pending_cluster(rs.get(name))) is not None, p), timeouts.medium,
+                       "a pending RayCluster", observe=lambda: describe(rs.get(name)))
+
+    def pending_head():
+        hs = core.list_namespaced_pod(namespace, label_selector=f"ray.io/cluster={pending},ray.io/node-type=head").items
+        return bool(hs), hs[0] if hs else None
+
+    head = wait_for(pending_head, timeouts.medium, f"the pending cluster {pending}'s head Pod",
+                    observe=lambda: describe(rs.get(name)))
+    core.delete_namespaced_pod(head.metadata.name, namespace, grace_period_seconds=0)
+
+    wait_switched(k8s, namespace, rs, name, old, gen, timeouts)
+    stats = gen.stop()
+    record_traffic(record_property, stats)
+    # The pending cluster serves no traffic before the switch, so its head failing must cost no request.
+    assert stats["failures"] == 0, f"losing the pending head during an upgrade must not fail requests: {summary(stats)}"
