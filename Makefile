@@ -30,7 +30,7 @@ venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -e .
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
 	touch $@
 
 down: venv

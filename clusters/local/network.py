@@ -1,4 +1,4 @@
-"""Host side of the test bed's network: the host address interface and the guard that keeps every packet local.
+"""Host side of the test bed's network: the host address bridge and the guard that keeps every packet local.
 
 The guard (design §5): pod, service and host-address ranges may only use the test bed's own interfaces
 (loopback, `rc-host`, node bridges `rcbr*`, pod veths `rcv*`); forwarding between pods stays between pods;
@@ -27,7 +27,7 @@ def host_network(host_address: str) -> str:
 
 
 def up(host_address: str, dns_address: str, pod_cidr: str, service_cidr: str) -> None:
-    sh("ip", "link", "add", HOST_IF, "type", "dummy")
+    sh("ip", "link", "add", HOST_IF, "type", "bridge")
     sh("ip", "addr", "add", f"{host_address}/24", "dev", HOST_IF)
     sh("ip", "addr", "add", f"{dns_address}/32", "dev", HOST_IF)
     sh("ip", "link", "set", HOST_IF, "up")

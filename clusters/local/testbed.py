@@ -87,7 +87,21 @@ class TestBed:
         return BringUp(self.kubeconfig, round(time.monotonic() - t0, 2), phases)
 
     def down(self, unlock: bool = True) -> None:
-        """Stop all processes, remove network state, mounts and the state dir. Safe to call any time."""
+        """Stop all processes, remove network state, mounts and the state dir. Safe to call any time.
+
+        Refuses (ControlPlaneError) while another process holds the test-bed lock: never tear down a test bed
+        somebody else is using. A crashed run's lock is free, so its leftovers are cleaned.
+        """
+        if self._lock_fd is None:
+            saved = os.environ.get("RAYCONF_LOCK_WAIT")
+            os.environ["RAYCONF_LOCK_WAIT"] = "0"
+            try:
+                self._lock()
+            finally:
+                if saved is None:
+                    os.environ.pop("RAYCONF_LOCK_WAIT")
+                else:
+                    os.environ["RAYCONF_LOCK_WAIT"] = saved
         try:
             from . import nodes as node_side, proxy
         except ImportError:  # node side not present yet

@@ -1,0 +1,1 @@
+"""The rayconformance conformance suite: tests by resource (raycluster, rayjob, rayservice)."""

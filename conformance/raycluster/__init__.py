@@ -1,0 +1,1 @@
+"""raycluster conformance tests."""

@@ -1,0 +1,1 @@
+"""rayjob conformance tests."""

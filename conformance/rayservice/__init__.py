@@ -1,0 +1,1 @@
+"""rayservice conformance tests."""

@@ -1,0 +1,89 @@
+"""The `namespace` fixture's lifecycle: diagnostics on failure, then vendors' hooks, then deletion."""
+from __future__ import annotations
+
+import html
+import json
+
+CONFTEST = '''
+import json
+from pathlib import Path
+
+import pytest
+
+from fixtures import diagnostics, namespaces
+
+calls = []
+
+
+def fake_collect(api, namespace, out, **kwargs):
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "pods.yaml").write_text("kind: Pod\\n")
+    calls.append(["collect", namespace, kwargs["operator"]])
+    return []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_kubernetes_api():
+    mp = pytest.MonkeyPatch()
+    mp.setattr(namespaces, "create", lambda core, short, run_id: calls.append(["create", short, run_id]) or f"rc-{short}")
+    mp.setattr(namespaces, "delete", lambda core, name, timeout: calls.append(["delete", name]))
+    mp.setattr(diagnostics, "collect", fake_collect)
+    yield
+    mp.undo()
+    Path("calls.json").write_text(json.dumps(calls))
+
+
+def pytest_rayconformance_after_test(item, namespace, diagnostics_dir):
+    calls.append(["hook", namespace, diagnostics_dir.name])
+'''
+
+TESTS = '''
+import pytest
+
+
+@pytest.mark.feature("RayClusterProvisioning")
+def test_fine(namespace, operator):
+    assert namespace == "rc-fine" and operator.observed == {}
+
+
+@pytest.mark.feature("RayClusterSuspend")
+def test_broken(namespace):
+    assert False
+'''
+
+
+def calls(pytester) -> list[list]:
+    return json.loads((pytester.path / "calls.json").read_text())
+
+
+def test_failure_is_diagnosed_before_the_namespace_goes(suite, pytester):
+    pytester.makeconftest(CONFTEST)
+    suite.tests(TESTS)
+    result = suite.run("--operator-profile=none", "--all-features", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    assert calls(pytester) == [
+        ["create", "fine", "unit"], ["hook", "rc-fine", "fine"], ["delete", "rc-fine"],
+        ["create", "broken", "unit"], ["collect", "rc-broken", None], ["hook", "rc-broken", "broken"],
+        ["delete", "rc-broken"],
+    ]
+    tests = {t["name"]: t for t in suite.report()["tests"]}
+    assert tests["broken"]["diagnostics"] == "diagnostics/broken" and "diagnostics" not in tests["fine"]
+    page = html.unescape((suite.run_dir / "report.html").read_text())  # pytest-html embeds its rows as JSON
+    assert 'href=\\"diagnostics/broken\\"' in page
+    assert '<property name="diagnostics" value="diagnostics/broken"' in (suite.run_dir / "junit.xml").read_text()
+
+
+def test_keep_resources_keeps_the_namespace(suite, pytester):
+    pytester.makeconftest(CONFTEST)
+    suite.tests(TESTS)
+    suite.run("--operator-profile=none", "--all-features", "--keep-resources")
+    assert not [c for c in calls(pytester) if c[0] == "delete"]
+
+
+def test_failing_vendor_hook_does_not_change_the_outcome(suite, pytester):
+    pytester.makeconftest(CONFTEST + "\n\ndef pytest_rayconformance_after_test(item, namespace, diagnostics_dir):\n"
+                                     "    raise RuntimeError('vendor bug')\n")
+    suite.tests(TESTS)
+    result = suite.run("--operator-profile=none", "--all-features")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*pytest_rayconformance_after_test failed: vendor bug*"])

@@ -1,0 +1,148 @@
+"""Unit tests of the node agent's pure parts: env expansion, Service links, phase rules, files it writes."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from clusters.local.nodeagent import devices, env, sandbox, status, volumes
+
+
+def test_expand_follows_kubelet_rules():
+    vals = {"A": "1", "B": "two"}.get
+    assert env.expand("$(A)-$(B)", vals) == "1-two"
+    assert env.expand("$(MISSING)", vals) == "$(MISSING)"
+    assert env.expand("$$(A)", vals) == "$(A)"
+    assert env.expand("a$$b", vals) == "a$b"
+    assert env.expand("$(A", vals) == "$(A"
+    assert env.expand("$x$", vals) == "$x$"
+    assert env.expand("$()", vals) == "$()"
+
+
+def test_service_links_and_ordering():
+    svcs = [{"metadata": {"name": "web-svc"}, "spec": {"clusterIP": "10.96.0.7", "ports": [
+        {"name": "http", "port": 80, "protocol": "TCP"}, {"port": 443}]}},
+            {"metadata": {"name": "headless"}, "spec": {"clusterIP": "None", "ports": [{"port": 1}]}}]
+    e = env.service_env(svcs)
+    assert e["WEB_SVC_SERVICE_HOST"] == "10.96.0.7"
+    assert e["WEB_SVC_SERVICE_PORT"] == "80"
+    assert e["WEB_SVC_SERVICE_PORT_HTTP"] == "80"
+    assert e["WEB_SVC_PORT"] == "tcp://10.96.0.7:80"
+    assert e["WEB_SVC_PORT_443_TCP_ADDR"] == "10.96.0.7"
+    assert not any(k.startswith("HEADLESS") for k in e)
+
+
+class _Res(env.Resolver):
+    def configmap(self, ns, name):
+        return {"data": {"k": "cm-value", "bad=key": "x"}} if name == "cm" else None
+
+    def secret(self, ns, name):
+        return {"data": {"pw": "c2VjcmV0"}} if name == "s" else None
+
+    def services(self, ns):
+        return []
+
+    def kubernetes_service(self):
+        return {"metadata": {"name": "kubernetes"}, "spec": {"clusterIP": "10.96.0.1", "ports": [
+            {"name": "https", "port": 443}]}}
+
+
+def _pod(ctr):
+    return {"metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"ray.io/cluster": "c"}},
+            "spec": {"nodeName": "n1", "containers": [ctr]}}
+
+
+def test_container_env():
+    ctr = {"name": "c", "resources": {"limits": {"cpu": "1500m", "memory": "1Gi"}},
+           "envFrom": [{"configMapRef": {"name": "cm"}, "prefix": "P_"}],
+           "env": [{"name": "A", "value": "x"}, {"name": "B", "value": "$(A)-$(KUBERNETES_SERVICE_HOST)"},
+                   {"name": "CL", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['ray.io/cluster']"}}},
+                   {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                   {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+                   {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
+                   {"name": "PW", "valueFrom": {"secretKeyRef": {"name": "s", "key": "pw"}}},
+                   {"name": "OPT", "valueFrom": {"configMapKeyRef": {"name": "nope", "key": "k", "optional": True}}}]}
+    e = env.container_env(_pod(ctr), ctr, _Res(), "10.244.1.5", "10.240.0.1", {"cpu": "16"})
+    assert e["P_k"] == "cm-value" and "P_bad=key" not in e
+    assert e["B"] == "x-10.96.0.1"
+    assert e["CL"] == "c" and e["IP"] == "10.244.1.5"
+    assert e["CPU"] == "2" and e["MEM"] == "1024"
+    assert e["PW"] == "secret" and "OPT" not in e
+    assert e["KUBERNETES_SERVICE_PORT"] == "443"
+
+
+def test_missing_configmap_is_a_config_error():
+    ctr = {"name": "c", "env": [{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "nope", "key": "k"}}}]}
+    with pytest.raises(env.EnvError, match='configmap "nope" not found'):
+        env.container_env(_pod(ctr), ctr, _Res(), None, None, {})
+
+
+def _c(kind, state, last=None):
+    c = status.CState("x", kind, "img")
+    c.state, c.last_state = state, last or {}
+    return c
+
+
+def test_phase_rules():
+    run, ok, bad = status.running(0), status.terminated(0, None, 0, 1, ""), status.terminated(3, None, 0, 1, "")
+    crash = status.waiting("CrashLoopBackOff")
+    assert status.compute_phase("Always", [], [_c("app", run)]) == "Running"
+    assert status.compute_phase("Never", [], [_c("app", ok)]) == "Succeeded"
+    assert status.compute_phase("Never", [], [_c("app", bad)]) == "Failed"
+    assert status.compute_phase("Always", [], [_c("app", crash, bad)]) == "Running"
+    assert status.compute_phase("OnFailure", [], [_c("app", crash, bad)]) == "Running"
+    assert status.compute_phase("Always", [_c("init", run)], [_c("app", status.waiting("PodInitializing"))]) == "Pending"
+    assert status.compute_phase("Never", [_c("init", bad)], [_c("app", status.waiting("PodInitializing"))]) == "Failed"
+    assert status.compute_phase("Always", [], [_c("app", status.terminated(137, None, 0, 1, ""))],
+                                pod_terminal=True) == "Failed"
+    assert status.compute_phase("Always", [], [_c("app", ok)], pod_terminal=True) == "Succeeded"
+
+
+def test_conditions_keep_transition_time():
+    c = status.Conditions()
+    c.set("Ready", False, 100.0, "ContainersNotReady")
+    c.set("Ready", False, 200.0, "ContainersNotReady")
+    t1 = c.state["Ready"]["lastTransitionTime"]
+    c.set("Ready", True, 300.0)
+    assert t1 == status.rfc3339(100.0) and c.state["Ready"]["lastTransitionTime"] == status.rfc3339(300.0)
+
+
+def test_resolv_conf_and_hosts():
+    pod = {"metadata": {"name": "p", "namespace": "team"}, "spec": {"subdomain": "sub", "hostname": "h"}}
+    rc = sandbox.resolv_conf(pod, "10.240.0.10")
+    assert rc == ("nameserver 10.240.0.10\nsearch team.svc.cluster.local svc.cluster.local cluster.local\n"
+                  "options ndots:5\n")
+    assert "10.244.1.9\th.sub.team.svc.cluster.local\th" in sandbox.hosts_file(pod, "10.244.1.9", "h")
+
+
+def test_atomic_writer(tmp_path):
+    root = tmp_path / "vol"
+    assert volumes.write_atomic_dir(root, {"a": (b"1", 0o644), "d/b": (b"2", 0o600)})
+    assert (root / "a").read_text() == "1" and (root / "d" / "b").read_text() == "2"
+    assert not volumes.write_atomic_dir(root, {"a": (b"1", 0o644), "d/b": (b"2", 0o600)})
+    assert volumes.write_atomic_dir(root, {"a": (b"3", 0o644)})
+    assert (root / "a").read_text() == "3" and not (root / "d").exists()
+    assert os.readlink(root / "a") == "..data/a"
+    assert len([p for p in root.iterdir() if p.name.startswith("..2")]) == 1
+
+
+def test_token_refresh_rule():
+    assert not volumes.Tokens.needs_refresh(0, 3600, 2800)
+    assert volumes.Tokens.needs_refresh(0, 3600, 2900)
+    assert volumes.Tokens.needs_refresh(0, 10 * 86400, 86401)
+
+
+def test_gpu_allocation_never_twice(tmp_path):
+    from clusters.local import definition
+    from clusters.local.nodeagent.store import Store
+    defn = definition.load("local-gpu")
+    store = Store(tmp_path)
+    g = devices.StaticGPUs(defn, store)
+    a = g.allocate("rc-gpu-1", "pod1/c", 2)
+    b = g.allocate("rc-gpu-1", "pod2/c", 2)
+    assert len(set(a + b)) == 4 and a == g.allocate("rc-gpu-1", "pod1/c", 2)
+    with pytest.raises(devices.AdmissionError):
+        g.allocate("rc-gpu-1", "pod3/c", 1)
+    g.release("pod1/")
+    assert devices.StaticGPUs(defn, store).allocate("rc-gpu-1", "pod3/c", 2) == a  # persisted
+    assert g.env(a) == {"NVIDIA_VISIBLE_DEVICES": ",".join(a)}

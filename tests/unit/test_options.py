@@ -1,0 +1,100 @@
+"""Options: defaults, options file and command-line precedence, and one-line errors for bad input."""
+from __future__ import annotations
+
+import pytest
+
+from fixtures import features
+from fixtures.plugin import RUN
+
+from .conftest import usage_error
+
+
+def options_of(pytester: pytest.Pytester, *args: str):
+    config = pytester.parseconfigure("conformance", *args)
+    return config.stash[RUN].options
+
+
+def test_defaults(suite, pytester):
+    o = options_of(pytester)
+    assert (o.provider, o.cluster, o.profile.name, o.mode) == ("local", "local-cpu", "kuberay-v1.6.1", "default")
+    assert o.timeout_scale == 1.0 and not o.keep_resources and o.skip_tests == () and o.run_test is None
+    assert o.supported == frozenset(o.profile.features) and o.claimed_by == "profile kuberay-v1.6.1"
+    assert o.run_dir.parent == pytester.path / "reports"
+    assert o.implementation["project"] == "kuberay"
+
+
+def test_command_line_beats_options_file_beats_defaults(suite, pytester):
+    pytester.makefile(".yaml", opts="provider: existing\ntimeout-scale: 2\nmode: gpu-nodes\n"
+                                    "supported-features: [RayClusterProvisioning, RayJobK8sJobMode]\n"
+                                    "report-contact: '@a,@b'\n")
+    o = options_of(pytester, "--conformance-options-file=opts.yaml", "--timeout-scale=3",
+                   "--supported-features=RayClusterSuspend")
+    assert o.provider == "existing" and o.mode == "gpu-nodes"  # file over defaults
+    assert o.timeout_scale == 3.0 and o.supported == {"RayClusterSuspend"}  # command line over file
+    assert o.claimed_by == "--supported-features"
+    assert o.implementation["contact"] == ["@a", "@b"] and o.implementation["organization"] == "ray-project"
+
+
+def test_all_features_and_exemptions(suite, pytester):
+    o = options_of(pytester, "--all-features", "--exempt-features=RayClusterSuspend,RayJobSuspend")
+    assert o.supported == set(features.NAMES) - {"RayClusterSuspend", "RayJobSuspend"}
+
+
+PROFILE = """apiVersion: rayconformance.io/v1alpha1
+kind: OperatorProfile
+name: custom
+implementation: {organization: o, project: p, url: https://example.invalid, version: v1}
+features: [RayClusterProvisioning]
+"""
+
+
+@pytest.mark.parametrize("args, profile, expected", [
+    (["--provider=nope"], None, "unknown provider 'nope'; use --provider with one of: local, kind, existing"),
+    (["--supported-features=RayClusterProvisioning,Teleport"], None,
+     "unknown feature(s) Teleport in --supported-features; valid features: RayClusterProvisioning,"),
+    (["--exempt-features=Teleport"], None, "unknown feature(s) Teleport in --exempt-features"),
+    (["--operator-profile=nope"], None, "operator profile 'nope' not found"),
+    (["--operator-profile=custom.yaml"], "name: [unclosed", "is not valid YAML"),
+    (["--operator-profile=custom.yaml"], PROFILE + "colour: blue\n",
+     "unknown key 'colour' in the top level; allowed keys: apiVersion, kind, name"),
+    (["--operator-profile=custom.yaml"], PROFILE.replace("version: v1}", "version: v1, vendor: x}"),
+     "unknown key 'vendor' in implementation; allowed keys: organization, project, url, version, contact"),
+    (["--operator-profile=custom.yaml"], PROFILE + "featureGates: {RayClusterStatusConditions: 'yes'}\n",
+     "featureGates.RayClusterStatusConditions must be true or false"),
+    (["--operator-profile=custom.yaml"], PROFILE + "install: {docker: {}}\n", "unknown key 'docker' in install"),
+    (["--operator-profile=custom.yaml"], PROFILE.replace("[RayClusterProvisioning]", "[Teleport]"),
+     "unknown feature(s) Teleport in features; valid features:"),
+    (["--operator-profile=custom.yaml"], PROFILE.replace("name: custom\n", ""), "missing required key 'name'"),
+    (["--timeout-scale=0"], None, "--timeout-scale must be a number > 0, got '0'"),
+    (["--timeout-scale=fast"], None, "--timeout-scale must be a number > 0, got 'fast'"),
+    (["--run-id=a/b"], None, "--run-id 'a/b' is not usable"),
+    (["--provider=kind"], None, "cluster definition 'local-cpu' is for provider 'local', not 'kind'"),
+    (["--cluster=nowhere"], None, "cluster definition 'nowhere' not found"),
+    (["--conformance-options-file=missing.yaml"], None, "options file missing.yaml not found"),
+])
+def test_bad_input_is_one_line_without_traceback(suite, pytester, args, profile, expected):
+    if profile is not None:
+        suite.profile("custom", profile)
+    suite.tests()
+    line = usage_error(suite.run(*args))
+    assert expected in line
+    assert suite.provider_calls() == []
+
+
+def test_unknown_key_in_options_file(suite, pytester):
+    pytester.makefile(".yaml", opts="provdier: local\n")
+    line = usage_error(suite.run("--conformance-options-file=opts.yaml"))
+    assert "unknown key 'provdier' in options file opts.yaml; allowed keys: provider, cluster" in line
+
+
+def test_missing_profile_lists_where_profiles_live_and_known_ones(suite, pytester):
+    line = usage_error(suite.run("--operator-profile=nope"))
+    assert "profiles live in" in line and "known: " in line and "none" in line
+
+
+def test_runs_outside_conformance_ignore_the_plugin(pytester):
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\n")
+    pytester.makepyfile(test_plain="def test_ok(): pass")
+    result = pytester.runpytest("--operator-profile=nope")
+    result.assert_outcomes(passed=1)
+    assert not (pytester.path / "reports").exists()

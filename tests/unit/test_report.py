@@ -1,0 +1,112 @@
+"""The conformance report: schema, result rules, counts and durations, also under pytest-xdist; and what a
+run does when the cluster cannot be brought up."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import jsonschema
+import pytest
+
+from fixtures import report
+from fixtures.report import Record
+
+from .conftest import usage_error
+
+
+def validate(data: dict) -> None:
+    jsonschema.Draft202012Validator(json.loads(report.SCHEMA.read_text())).validate(data)
+
+
+def profile(data: dict, name: str) -> dict:
+    return next(p for p in data["profiles"] if p["name"] == name)
+
+
+def check_sample_report(data: dict) -> None:
+    """What the report of SAMPLE_TESTS with --all-features and --skip-tests=autoscaler[v2] must say."""
+    validate(data)
+    rc, rj, rs = profile(data, "RayCluster"), profile(data, "RayJob"), profile(data, "RayService")
+    assert rc["core"] == {"result": "success", "statistics": {"passed": 1, "failed": 0, "skipped": 0},
+                          "failedTests": [], "skippedTests": []}
+    assert rc["extended"]["result"] == "failure"
+    assert rc["extended"]["statistics"] == {"passed": 1, "failed": 1, "skipped": 1}
+    assert rc["extended"]["failedTests"] == ["suspend"] and rc["extended"]["skippedTests"] == ["autoscaler[v2]"]
+    assert "RayClusterGPUWorkerGroups" in rc["extended"]["supportedFeatures"]
+    assert rc["extended"]["unsupportedFeatures"] == []
+    assert rj["core"]["result"] == "success" and rj["extended"]["statistics"]["passed"] == 0
+    assert rs["core"]["result"] == "partial" and rs["summary"] == "Core: no tests ran. Extended: no tests ran."
+    tests = {t["name"]: t for t in data["tests"]}
+    assert set(tests) == {"provisioning", "suspend", "job", "autoscaler[v1]", "autoscaler[v2]"}
+    assert tests["provisioning"]["durationSeconds"] >= 0.05
+    assert tests["provisioning"]["features"] == ["RayClusterProvisioning"]
+    assert tests["suspend"]["outcome"] == "failed" and tests["autoscaler[v2]"]["outcome"] == "skipped"
+    assert tests["autoscaler[v2]"]["reason"] == "skipped by --skip-tests"
+    assert data["cluster"]["name"] == "fake-cluster" and data["cluster"]["bringupSeconds"] == 1.5
+    assert data["cluster"]["details"] == {"fake": True} and data["cluster"]["kubernetesVersion"] is None
+
+
+def test_report_contents(suite):
+    suite.tests()
+    result = suite.run("--all-features", "--skip-tests=autoscaler[v2]", "--mode=gpu",
+                       "--report-version=v9.9.9")
+    result.assert_outcomes(passed=3, failed=1, skipped=1)
+    data = suite.report()
+    check_sample_report(data)
+    assert (data["apiVersion"], data["kind"], data["runId"], data["mode"]) == \
+        (report.API_VERSION, report.KIND, "unit", "gpu")
+    assert data["implementation"]["version"] == "v9.9.9" and data["implementation"]["project"] == "kuberay"
+    assert data["operator"]["profile"] == "kuberay-v1.6.1"
+    assert suite.provider_calls() == ["up", "down"]
+    result.stdout.fnmatch_lines(["*conformance report: *reports/unit/conformance-report.yaml",
+                                 "*warning: could not read the cluster's version and nodes*"])
+
+
+def test_html_and_junit_carry_the_features(suite):
+    suite.tests()
+    suite.run("--all-features")
+    assert "<th>Features</th>" in (suite.run_dir / "report.html").read_text()
+    junit = ET.parse(suite.run_dir / "junit.xml")
+    props = {(p.get("name"), p.get("value")) for p in junit.iter("property")}
+    assert ("feature", "RayClusterProvisioning") in props and ("feature", "RayClusterAutoscalerV2") in props
+
+
+def test_xdist_run_gives_one_correct_report_and_one_cluster(suite):
+    suite.tests()
+    result = suite.run_subprocess("-n", "2", "--all-features", "--skip-tests=autoscaler[v2]")
+    result.assert_outcomes(passed=3, failed=1, skipped=1)
+    check_sample_report(suite.report())
+    assert suite.provider_calls() == ["up", "down"]
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["plain", "xdist"])
+def test_provider_failure_is_one_line_and_writes_no_report(suite, xdist):
+    suite.tests()
+    run = suite.run_subprocess if xdist else suite.run
+    line = usage_error(run(*xdist, "--all-features", factory="BrokenProvider"))
+    assert line == ("ERROR: could not bring up the cluster: provider fake: the cluster is on fire; "
+                    "put it out and retry")
+    assert not (suite.run_dir / "conformance-report.yaml").exists()
+    assert suite.provider_calls() == ["up"], "a provider that did not come up is not taken down"
+
+
+def test_keep_resources_leaves_the_cluster_up(suite):
+    suite.tests()
+    result = suite.run("--all-features", "--keep-resources")
+    assert suite.provider_calls() == ["up"]
+    result.stdout.fnmatch_lines(["*resources kept; the cluster's kubeconfig: *reports/unit/kubeconfig"])
+
+
+def rec(name: str, outcome: str) -> Record:
+    return Record(nodeid=f"x.py::test_{name}", name=name, features=["RayClusterProvisioning"], outcome=outcome)
+
+
+@pytest.mark.parametrize("outcomes, result", [
+    (["passed", "passed"], "success"),
+    (["passed", "skipped"], "partial"),
+    (["passed", "skipped", "failed"], "failure"),
+    ([], "partial"),  # nothing shown to work is not a success
+])
+def test_result_rules(outcomes, result):
+    st = report.status([rec(f"t{i}", o) for i, o in enumerate(outcomes)])
+    assert st["result"] == result
+    assert sum(st["statistics"].values()) == len(outcomes)

@@ -1,0 +1,105 @@
+"""Feature selection: which tests run, which are skipped and why, and what is a collection error."""
+from __future__ import annotations
+
+import pytest
+
+from fixtures import features
+
+from .conftest import SAMPLE_TESTS
+
+
+def skip_reasons(result: pytest.RunResult) -> dict[str, str]:
+    """test short name -> skip reason, from the reports of an in-process run."""
+    reasons = {}
+    for report in result.reprec.getreports("pytest_runtest_logreport"):
+        if report.skipped:
+            reasons[features.short_name(report.nodeid.rsplit("::", 1)[-1])] = report.longrepr[2].removeprefix("Skipped: ")
+    return reasons
+
+
+def test_profile_claiming_nothing_skips_everything_and_brings_up_no_cluster(suite):
+    suite.tests()
+    result = suite.run("--operator-profile=none")
+    assert result.ret == 0
+    result.assert_outcomes(skipped=5)
+    assert skip_reasons(result)["provisioning"] == \
+        "unsupported feature(s): RayClusterProvisioning (not claimed by profile none)"
+    assert suite.provider_calls() == []
+    assert suite.report()["profiles"][0]["core"]["result"] == "partial"
+
+
+def test_supported_features_override_the_profile(suite):
+    suite.tests()
+    result = suite.run("--supported-features=RayClusterProvisioning,RayJobK8sJobMode")
+    result.assert_outcomes(passed=2, skipped=3)
+    assert skip_reasons(result)["suspend"] == \
+        "unsupported feature(s): RayClusterSuspend (not claimed by --supported-features)"
+
+
+def test_exempt_features_are_subtracted(suite):
+    suite.tests()
+    result = suite.run("--all-features", "--exempt-features=RayClusterSuspend")
+    result.assert_outcomes(passed=4, skipped=1)
+    assert skip_reasons(result) == {"suspend": "unsupported feature(s): RayClusterSuspend (exempted by --exempt-features)"}
+
+
+def test_skip_tests_by_short_name_or_parametrization(suite):
+    suite.tests()
+    result = suite.run("--all-features", "--skip-tests=suspend,autoscaler[v1]")
+    result.assert_outcomes(passed=3, skipped=2)
+    assert skip_reasons(result) == {"suspend": "skipped by --skip-tests", "autoscaler[v1]": "skipped by --skip-tests"}
+
+
+def test_run_test_runs_one_test_whatever_the_features(suite):
+    suite.tests()
+    result = suite.run("--operator-profile=none", "--run-test=autoscaler")
+    result.assert_outcomes(passed=2, deselected=3)
+    assert [t["name"] for t in suite.report()["tests"]] == ["autoscaler[v1]", "autoscaler[v2]"]
+
+
+def test_run_test_matching_nothing_says_so(suite):
+    suite.tests()
+    result = suite.run("--run-test=nothing")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(["*--run-test nothing: no collected test has that short name*"])
+
+
+def test_conformance_test_without_feature_marker_is_a_collection_error(suite):
+    suite.tests(SAMPLE_TESTS + "\n\ndef test_unmarked(cluster):\n    pass\n")
+    result = suite.run("--all-features")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ERROR collecting conformance/raycluster/test_sample.py*",
+                                 "*test_unmarked: a conformance test needs @pytest.mark.feature(...)*"])
+    assert suite.provider_calls() == [], "a run that stops at collection brings up no cluster"
+
+
+def test_unknown_feature_in_a_marker_is_a_collection_error(suite):
+    suite.tests("import pytest\n\n@pytest.mark.feature('Teleport')\ndef test_x():\n    pass\n")
+    result = suite.run("--all-features")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*unknown feature(s) Teleport in @pytest.mark.feature; valid features:*"])
+
+
+def test_collect_only_lists_features_without_a_cluster(suite, pytester):
+    suite.tests()
+    result = suite.run("--collect-only", "-q", "--operator-profile=kuberay-v1.6.1")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "rayconformance: tests and their features (operator profile kuberay-v1.6.1):",
+        "  provisioning [[]RayClusterProvisioning[]] runs",
+        "  autoscaler[[]v1[]] [[]RayClusterAutoscalerV1[]] runs",
+        "*test_sample.py::test_job",
+    ])
+    result.stdout.no_fnmatch_line("*RayServiceIncrementalUpgrade*")
+    assert not (pytester.path / "reports").exists() and suite.provider_calls() == []
+
+
+def test_classify_counts_a_test_in_each_profile_it_touches():
+    assert features.classify(["RayClusterProvisioning"]) == {"RayCluster": "core"}
+    assert features.classify(["RayServiceReady", "RayClusterGCSFaultTolerance"]) == \
+        {"RayService": "extended", "RayCluster": "extended"}
+
+
+def test_dns_label():
+    assert features.dns_label("Autoscaler[v1]__x") == "autoscaler-v1-x"
+    assert len(features.dns_label("a" * 100)) == 63
