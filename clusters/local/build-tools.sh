@@ -78,11 +78,38 @@ build_kuberay() {
   done
 }
 
-all="etcd kubernetes coredns kuberay"
+build_traefik() {
+  local dir=$CACHE/traefik-$TRAEFIK_VERSION
+  [ -x "$dir/bin/traefik" ] && { echo "build-tools: traefik $TRAEFIK_VERSION cached"; return; }
+  echo "build-tools: building traefik $TRAEFIK_VERSION"; local t=$(stamp)
+  mkdir -p "$dir/src" && cd "$dir/src"
+  if [ ! -f go.mod ]; then
+    go mod init rayconformance.local/traefikbin >/dev/null 2>&1
+    local gomod; gomod=$(go list -m -json "github.com/traefik/traefik/v3@$TRAEFIK_VERSION" | python3 -c 'import json,sys;print(json.load(sys.stdin)["GoMod"])')
+    # upstream's module-to-module replaces (forks), taken from its go.mod; local-path replaces are not allowed
+    grep -oE '^\s*[^ /]+\.[a-z]+/[^ ]+ => [^ .][^ ]+ v[^ ]+' "$gomod" | awk '{print $1"="$3"@"$4}' |
+      while read -r r; do go mod edit -replace "$r"; done
+    go get -tool "github.com/traefik/traefik/v3/cmd/traefik@$TRAEFIK_VERSION"
+  fi
+  go build -trimpath -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION" \
+    -o "$dir/bin/traefik" github.com/traefik/traefik/v3/cmd/traefik
+  report traefik "$t" "$dir/bin"
+}
+
+build_gatewayapi() {
+  local dir=$CACHE/gatewayapi-$GATEWAY_API_VERSION
+  [ -d "$dir/crd" ] && { echo "build-tools: gateway-api $GATEWAY_API_VERSION CRDs cached"; return; }
+  (cd /tmp && go mod download "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")
+  local src; src=$(go env GOMODCACHE)/sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION
+  mkdir -p "$dir" && cp -r "$src/config/crd" "$dir/crd" && chmod -R u+w "$dir/crd"
+  echo "build-tools: gateway-api $GATEWAY_API_VERSION CRDs -> $dir/crd"
+}
+
+all="etcd kubernetes coredns kuberay traefik gatewayapi"
 start=$(stamp)
 for c in ${*:-$all}; do
   case $c in
-    etcd|kubernetes|coredns|kuberay) ( "build_$c" ) ;;
+    etcd|kubernetes|coredns|kuberay|traefik|gatewayapi) ( "build_$c" ) ;;
     *) echo "build-tools: unknown component '$c' (known: $all)" >&2; exit 2 ;;
   esac
 done

@@ -18,7 +18,7 @@ def versions() -> dict[str, str]:
         line = line.strip()
         if line and not line.startswith("#") and "=" in line:
             k, v = line.split("=", 1)
-            out[k] = v.strip().strip('"')
+            out[k] = v.split(" #", 1)[0].strip().strip('"')
     return out
 
 

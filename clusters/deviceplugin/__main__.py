@@ -1,0 +1,36 @@
+"""The fake device plugin: advertises --count devices of --resource to the kubelet until SIGTERM or SIGINT."""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+
+from . import api
+from .plugin import FakeDevicePlugin, node_name
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="deviceplugin", description=__doc__)
+    p.add_argument("--resource", default="nvidia.com/gpu", help="extended resource name (default: nvidia.com/gpu)")
+    p.add_argument("--count", type=int, default=4, help="number of fake devices (default: 4)")
+    p.add_argument("--node-name", default=None, help="used in device IDs (default: $NODE_NAME or the hostname)")
+    p.add_argument("--plugin-dir", default=api.DEVICE_PLUGIN_PATH, help="where the plugin's socket goes")
+    p.add_argument("--kubelet-socket", default=None, help="the kubelet's Registration socket "
+                                                           "(default: <plugin-dir>/kubelet.sock)")
+    p.add_argument("--poll-interval", type=float, default=1.0, help="seconds between kubelet-socket checks")
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s deviceplugin %(message)s")
+    plugin = FakeDevicePlugin(a.resource, a.count, a.node_name or node_name(), a.plugin_dir,
+                              kubelet_socket=a.kubelet_socket, poll_seconds=a.poll_interval)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: plugin.request_stop())
+    plugin.start()
+    plugin.wait()
+    plugin.stop()
+    if plugin.error is not None:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
