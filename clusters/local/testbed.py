@@ -29,6 +29,7 @@ class BringUp:
 
 class TestBed:
     __test__ = False  # not a pytest test class
+    _holder: "TestBed | None" = None  # the instance of this process that holds the machine-wide lock
 
     def __init__(self, defn: ClusterDefinition):
         self.defn = defn
@@ -40,6 +41,9 @@ class TestBed:
         return self.state / "admin.kubeconfig"
 
     def _lock(self) -> None:
+        if TestBed._holder is not None and TestBed._holder is not self:
+            raise controlplane.ControlPlaneError(
+                f"this process already runs test bed '{TestBed._holder.defn.name}'; take it down first")
         LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + float(os.environ.get("RAYCONF_LOCK_WAIT", "0"))
@@ -55,6 +59,7 @@ class TestBed:
                         "wait for it to finish (or set RAYCONF_LOCK_WAIT=<seconds>)") from None
                 time.sleep(1)
         self._lock_fd = fd
+        TestBed._holder = self
 
     def up(self, nodes: bool = True) -> BringUp:
         """Start everything; with nodes=False only the control plane (issue-3 scope)."""
@@ -118,3 +123,4 @@ class TestBed:
         if unlock and self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+            TestBed._holder = None

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def control_plane():
+def control_plane(beds):
+    beds.close()  # one test bed at a time: this module needs a control plane without nodes
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
     bed = TestBed(definition.load("local-cpu"))
     r = bed.up(nodes=False)
@@ -108,10 +109,8 @@ def _try(fn):
         return None
 
 
-def test_teardown_leaves_nothing():
-    os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
-    bed = TestBed(definition.load("local-cpu"))
-    bed.up(nodes=False)
+def test_teardown_leaves_nothing(control_plane):
+    bed, _ = control_plane
     pids = [int(p.read_text()) for p in (bed.state / "pids").glob("*.pid")]
     bed.down()
     alive = [pid for pid in pids if os.path.exists(f"/proc/{pid}") and

@@ -1,0 +1,97 @@
+"""Incremental RayService upgrade (NewClusterWithIncrementalUpgrade) through a real Gateway: traffic moves to
+the new cluster in steps of stepSizePercent, at most every intervalSeconds, and no request fails."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from kubernetes import client
+
+from fixtures import ray
+from fixtures.traffic import LoadGenerator, summary
+from fixtures.waiting import wait_for
+
+from .helpers import active_cluster, describe, is_ready, pending_cluster, status
+from .test_upgrade import record_traffic, trigger_upgrade
+
+STEP, INTERVAL, SURGE = 25, 10, 50
+
+
+def incremental_service(ray_version: str, class_name: str) -> list[dict]:
+    docs = ray.load_sample("rayservice-greeter", ray_version)
+    rs = next(d for d in docs if d["kind"] == "RayService")
+    rs["spec"]["upgradeStrategy"] = {"type": "NewClusterWithIncrementalUpgrade", "clusterUpgradeOptions": {
+        "maxSurgePercent": SURGE, "stepSizePercent": STEP, "intervalSeconds": INTERVAL, "gatewayClassName": class_name}}
+    rs["spec"]["rayClusterDeletionDelaySeconds"] = 5
+    rs["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] = True
+    rs["spec"]["rayClusterConfig"]["autoscalerOptions"] = {
+        "version": "v2", "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
+                                       "limits": {"cpu": "500m", "memory": "512Mi"}}}
+    return docs
+
+
+def gateway_ready(co: client.CustomObjectsApi, namespace: str, name: str):
+    try:
+        gw = co.get_namespaced_custom_object("gateway.networking.k8s.io", "v1", namespace, "gateways", f"{name}-gateway")
+    except client.ApiException:
+        return False, "no Gateway yet"
+    conds = {c["type"]: c["status"] for c in (gw.get("status") or {}).get("conditions") or []}
+    return conds.get("Accepted") == "True" and conds.get("Programmed") == "True", conds
+
+
+def traffic(obj: dict, side: str) -> tuple[int | None, int | None, str | None]:
+    s = status(obj).get(side) or {}
+    return s.get("trafficRoutedPercent"), s.get("targetCapacity"), s.get("lastTrafficMigratedTime")
+
+
+@pytest.mark.feature("RayServiceIncrementalUpgrade")
+def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, timeouts, gateway_class,
+                                                  record_property):
+    docs = incremental_service(ray_version, gateway_class.class_name)
+    ray.create_objects(k8s, namespace, docs)
+    rs = ray.RayResources(k8s, namespace, "RayService")
+    name = docs[-1]["metadata"]["name"]
+    obj = wait_for(lambda: (is_ready(o := rs.get(name)), o), timeouts.long, f"RayService {name} Ready=True",
+                   observe=lambda: describe(rs.get(name)))
+    co = client.CustomObjectsApi(k8s)
+    wait_for(lambda: gateway_ready(co, namespace, name), timeouts.medium,
+             f"Gateway {name}-gateway Accepted and Programmed", observe=lambda: gateway_ready(co, namespace, name)[1])
+    old = active_cluster(obj)
+
+    gen = LoadGenerator(k8s, namespace, gateway_class.url, rate=20)
+    gen.start()
+    wait_for(lambda: ((s := gen.stats()) is not None and s["requests"] - s["failures"] >= 20, s), timeouts.medium,
+             "20 answers through the Gateway", observe=gen.stats)
+
+    trigger_upgrade(rs, obj, "incremental")
+    seen: list[tuple] = []  # (pending traffic, pending capacity, pending lastTrafficMigratedTime)
+
+    def progress():
+        o = rs.get(name)
+        if pending_cluster(o):
+            t = traffic(o, "pendingServiceStatus")
+            if not seen or seen[-1] != t:
+                seen.append(t)
+        done = active_cluster(o) not in (None, old) and not pending_cluster(o)
+        return done, o
+
+    obj = wait_for(progress, timeouts.long, "the incremental upgrade to complete", interval=0.5,
+                   observe=lambda: f"{describe(rs.get(name))}; steps seen {seen}; traffic {summary(gen.stats())}")
+    new = active_cluster(obj)
+    wait_for(lambda: ((s := gen.stats()) is not None and any(new in a for a in s["answers"]), s), timeouts.medium,
+             f"answers from the new cluster {new} through the Gateway", observe=gen.stats)
+    stats = gen.stop()
+    record_traffic(record_property, stats)
+    record_property("incremental.steps", [list(map(str, t)) for t in seen])
+
+    routed = [t[0] for t in seen if t[0] is not None]
+    assert routed == sorted(routed), f"traffic to the new cluster must only grow: {routed}"
+    assert all(p % STEP == 0 or p == 100 for p in routed), f"traffic must move in steps of {STEP}%: {routed}"
+    intermediate = sorted({p for p in routed if 0 < p < 100})
+    assert len(intermediate) >= 2, f"expected several intermediate traffic steps, observed {routed}"
+    times = [dt.datetime.fromisoformat(t[2].replace("Z", "+00:00")) for t in seen if t[2]]
+    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:]) if b != a]
+    assert all(g >= INTERVAL - 1 for g in gaps), f"traffic moved faster than every {INTERVAL}s: gaps {gaps}"
+    answers = " ".join(stats["answers"])
+    assert old in answers and new in answers, f"expected answers from both {old} and {new}: {stats['answers']}"
+    assert stats["failures"] == 0, f"an incremental upgrade must not fail requests: {summary(stats)}"
