@@ -6,13 +6,17 @@ PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: conformance test unit integration setup deps tools venv down clean
+.PHONY: conformance test test-breaks unit setup deps tools venv down clean
 
 conformance: setup
 	$(PY) -m pytest conformance $(CONFORMANCE_ARGS)
 
 test: setup
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "not breaks" $(PYTEST_ARGS)
+
+# each conformance test run against a deliberately broken operator, sample or cluster must fail (slow)
+test-breaks: setup
+	$(PY) -m pytest tests/breaks -v $(PYTEST_ARGS)
 
 unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)

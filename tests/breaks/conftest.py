@@ -1,0 +1,20 @@
+"""One local test bed for all deliberate-break runs (they install and remove the operator themselves)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def bed_kubeconfig():
+    from clusters.local import definition
+    from clusters.local.testbed import TestBed
+
+    os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
+    bed = TestBed(definition.load("local-cpu"))
+    r = bed.up()
+    try:
+        yield r.kubeconfig
+    finally:
+        bed.down()

@@ -1,0 +1,163 @@
+"""Deliberate breaks: each conformance test must FAIL, with a message naming what it expected and what it
+observed, when the behavior it checks is broken. Each case runs the real suite (`pytest conformance
+--run-test <test>`) on a local test bed with one thing broken: the operator's configuration (a derived
+profile), a sample, or a saboteur that acts on the cluster while the test runs (e.g. the operator scaled
+to zero). Slow (every case waits out a scaled timeout), so they run with `make test-breaks`.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import yaml
+from kubernetes import client, config
+
+from fixtures import ray
+
+pytestmark = [pytest.mark.integration, pytest.mark.breaks]
+ROOT = Path(__file__).resolve().parents[2]
+BASE_PROFILE = ROOT / "profiles" / "kuberay-v1.6.1.yaml"
+
+
+@dataclass
+class Case:
+    test: str  # short test name for --run-test
+    expect: str  # a phrase the failure message must contain
+    gates: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+    samples: dict[str, Callable[[list[dict]], None]] = field(default_factory=dict)  # sample -> mutation
+    saboteur: Callable[[client.ApiClient, threading.Event], None] | None = None
+    timeout_scale: float = 0.3
+
+
+def _until(stop: threading.Event, probe: Callable[[], bool], period: float = 1.0) -> bool:
+    while not stop.is_set():
+        try:
+            if probe():
+                return True
+        except Exception:  # noqa: BLE001 - the cluster changes under us; keep looking
+            pass
+        stop.wait(period)
+    return False
+
+
+def scale_operator_to_zero_after_provisioned(api: client.ApiClient, stop: threading.Event) -> None:
+    co, apps = client.CustomObjectsApi(api), client.AppsV1Api(api)
+
+    def provisioned():
+        items = co.list_cluster_custom_object("ray.io", "v1", "rayclusters")["items"]
+        return any(ray.condition(o, "RayClusterProvisioned") and
+                   ray.condition(o, "RayClusterProvisioned")["status"] == "True" for o in items)
+
+    if _until(stop, provisioned):
+        apps.patch_namespaced_deployment_scale("kuberay-operator", "ray-system", {"spec": {"replicas": 0}})
+
+
+def kill_active_head_during_upgrade(api: client.ApiClient, stop: threading.Event) -> None:
+    co, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+    found: dict = {}
+
+    def pending():
+        for o in co.list_cluster_custom_object("ray.io", "v1", "rayservices")["items"]:
+            s = o.get("status") or {}
+            if (s.get("pendingServiceStatus") or {}).get("rayClusterName"):
+                found.update(ns=o["metadata"]["namespace"], active=(s.get("activeServiceStatus") or {})["rayClusterName"])
+                return True
+        return False
+
+    if _until(stop, pending, 0.5):
+        core.delete_collection_namespaced_pod(found["ns"], label_selector=f"ray.io/cluster={found['active']}",
+                                              grace_period_seconds=0)
+
+
+def _set(path: list, value):
+    def mutate(docs: list[dict]) -> None:
+        node = next(d for d in docs if d["kind"] in ("RayCluster", "RayJob", "RayService"))
+        for k in path[:-1]:
+            node = node[k]
+        if value is None:
+            node.pop(path[-1], None)
+        else:
+            node[path[-1]] = value
+    return mutate
+
+
+RESUBMITTING_SUBMITTER = {"spec": {"restartPolicy": "Never", "containers": [{
+    "name": "ray-job-submitter", "image": "rayproject/ray:2.46.0",
+    "command": ["bash", "-c", "ray job submit --address http://$RAY_DASHBOARD_ADDRESS --no-wait -- "
+                "python -c \"import time; [print('tick', i, flush=True) or time.sleep(1) for i in range(45)]; "
+                "print('entrypoint done')\" && sleep 40"],
+    "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "200Mi"}}}]}}
+
+CASES = [
+    Case("head_and_workers_provisioned", "RayClusterProvisioned=True", gates={"RayClusterStatusConditions": False}),
+    Case("suspend_and_resume", "provisioned", gates={"RayClusterStatusConditions": False}),
+    Case("manual_scale_up_and_down", "scale up to 2", saboteur=scale_operator_to_zero_after_provisioned),
+    Case("delete_cleans_redis_and_removes_cluster", "DBSIZE", env={"ENABLE_GCS_FT_REDIS_CLEANUP": "false"}),
+    Case("detached_actor_survives_head_pod_deletion", "keep its state",
+         samples={"raycluster-gcs-ft": _set(["spec", "gcsFaultToleranceOptions"], None)}),
+    Case("demand_scales_workers_up_and_idle_down[v2]", "autoscaler",
+         samples={"raycluster-autoscaler": _set(["spec", "enableInTreeAutoscaling"], False)}),
+    Case("job_runs_to_completion_and_cluster_is_removed", "shutdownAfterJobFinishes",
+         samples={"rayjob-basic": _set(["spec", "shutdownAfterJobFinishes"], False)}),
+    Case("new_submitter_attaches_to_running_job[pod-deletion]", "must run once",
+         samples={"rayjob-basic": _set(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}),
+    Case("new_cluster_upgrade_drops_no_request", "must not fail requests", saboteur=kill_active_head_during_upgrade),
+]
+
+
+def _profile(tmp: Path, case: Case) -> Path:
+    p = yaml.safe_load(BASE_PROFILE.read_text())
+    p["name"] = f"kuberay-v1.6.1-broken-{abs(hash(case.test)) % 10**6}"
+    p["featureGates"] = {**p["featureGates"], **case.gates}
+    for prov in p["install"].values():
+        prov["env"] = {**prov.get("env", {}), **case.env}
+    out = tmp / f"{p['name']}.yaml"
+    out.write_text(yaml.safe_dump(p, sort_keys=False))
+    return out
+
+
+def _samples(tmp: Path, case: Case) -> Path:
+    d = tmp / "samples"
+    d.mkdir(exist_ok=True)
+    for name, mutate in case.samples.items():
+        docs = ray.load_sample(name)
+        mutate(docs)
+        (d / f"{name}.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return d
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.test for c in CASES])
+def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, bed_kubeconfig):
+    env = {**os.environ, "KUBECONFIG": str(bed_kubeconfig), ray.OVERRIDE_ENV: str(_samples(tmp_path, case))}
+    argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", "--provider", "existing",
+            "--operator-profile", str(_profile(tmp_path, case)), "--run-test", case.test,
+            "--timeout-scale", str(case.timeout_scale), "--report-dir", str(tmp_path / "reports"), "--run-id", "break"]
+    stop = threading.Event()
+    saboteur = None
+    if case.saboteur:
+        saboteur = threading.Thread(target=case.saboteur, args=(config.new_client_from_config(str(bed_kubeconfig)), stop))
+        saboteur.start()
+    try:
+        r = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    finally:
+        stop.set()
+        if saboteur:
+            saboteur.join(30)
+    junit = tmp_path / "reports" / "break" / "junit.xml"
+    assert junit.is_file(), f"no junit report; pytest said:\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}"
+    cases = [tc for tc in ET.parse(junit).getroot().iter("testcase") if case.test.split("[")[0] in tc.get("name", "")]
+    assert cases, f"{case.test} did not run:\n{r.stdout[-3000:]}"
+    failures = [f for tc in cases for f in tc.findall("failure")]
+    errors = [f for tc in cases for f in tc.findall("error")]
+    assert failures and not errors, \
+        f"expected {case.test} to FAIL (not pass, not error); junit: {ET.tostring(cases[0], encoding='unicode')[:3000]}"
+    message = " ".join((f.get("message") or "") + (f.text or "") for f in failures)
+    assert case.expect in message, f"the failure message should mention {case.expect!r}:\n{message[:3000]}"
