@@ -138,11 +138,48 @@ def test_gpu_allocation_never_twice(tmp_path):
     defn = definition.load("local-gpu")
     store = Store(tmp_path)
     g = devices.StaticGPUs(defn, store)
-    a = g.allocate("rc-gpu-1", "pod1/c", 2)
-    b = g.allocate("rc-gpu-1", "pod2/c", 2)
-    assert len(set(a + b)) == 4 and a == g.allocate("rc-gpu-1", "pod1/c", 2)
+
+    def ids(env):
+        return env["NVIDIA_VISIBLE_DEVICES"].split(",")
+    a = ids(g.allocate("rc-gpu-1", "pod1", "c", 2))
+    b = ids(g.allocate("rc-gpu-1", "pod2", "c", 2))
+    assert len(set(a + b)) == 4 and a == ids(g.allocate("rc-gpu-1", "pod1", "c", 2))
     with pytest.raises(devices.AdmissionError):
-        g.allocate("rc-gpu-1", "pod3/c", 1)
-    g.release("pod1/")
-    assert devices.StaticGPUs(defn, store).allocate("rc-gpu-1", "pod3/c", 2) == a  # persisted
-    assert g.env(a) == {"NVIDIA_VISIBLE_DEVICES": ",".join(a)}
+        g.allocate("rc-gpu-1", "pod3", "c", 1)
+    g.release("pod1")
+    assert ids(devices.StaticGPUs(defn, store).allocate("rc-gpu-1", "pod3", "c", 2)) == a  # persisted
+    assert g.capacity("rc-gpu-1") == 4 and g.capacity("rc-node-1") == 0
+
+
+def test_image_rules_and_on_demand_ray_venv(tmp_path, monkeypatch):
+    import threading
+
+    from clusters.local import definition
+    from clusters.local.nodeagent import images
+    monkeypatch.setattr(images, "VENVS", tmp_path)
+    gate = threading.Event()
+
+    def fake_install(version, python=None):
+        gate.wait(5)
+        (tmp_path / f"ray-{version}").mkdir()
+        (tmp_path / f"ray-{version}" / ".complete").write_text("ok")
+        return tmp_path / f"ray-{version}"
+    monkeypatch.setattr(images, "ensure_ray_venv", fake_install)
+    monkeypatch.setattr(images, "venv_ready", lambda v: (tmp_path / f"ray-{v}" / ".complete").exists())
+    im = images.Images(definition.load("local-cpu"))
+    with pytest.raises(images.ImagePulling):
+        im.resolve("rayproject/ray:2.99.0-py311")
+    with pytest.raises(images.ImagePulling):  # still installing: one install, not two
+        im.resolve("rayproject/ray:2.99.0")
+    gate.set()
+    for t in list(im._pulls.values()):
+        t.join(5)
+    rt = im.resolve("rayproject/ray:2.99.0")
+    assert rt.path.startswith(str(tmp_path / "ray-2.99.0" / "bin")) and rt.home == "/home/ray"
+    with pytest.raises(images.ImageError):
+        im.resolve("rayproject/ray:nightly")
+    with pytest.raises(images.ImageError, match="no image rule"):
+        im.resolve("nginx:1.27")
+    host = im.resolve("redis:7.2")
+    assert host.argv(None, ["--port", "6380"]) == ["redis-server", "--port", "6380"]
+    assert host.argv(["sh", "-c", "x"], None) == ["sh", "-c", "x"]

@@ -1,0 +1,207 @@
+"""The node agent process: wires Nodes, Pod watches, workers, the log servers, and re-adoption after a restart.
+
+Restart semantics: SIGKILL (a crash) leaves every Pod running; the next agent reads the Pod records from
+`<state>/nodeagent/pods/`, and for each Pod still bound to its Node re-attaches to the live processes (checked by
+pid and start time), picks up exits that happened meanwhile from the shim's exit file, and carries on (restart
+counts, container IDs and start times unchanged). Records of Pods that vanished meanwhile are cleaned up.
+SIGTERM/SIGINT is a shutdown: every Pod process is killed and every sandbox removed.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import queue
+import signal
+import threading
+import time
+from pathlib import Path
+
+from . import devices, logs
+from .images import Images
+from .kube import Kube
+from .node import NodeManager, capacity, kubelet_port
+from .pods import TERMINAL, PodWatch, PodWorker
+from .sandbox import Network, Sandbox
+from .containers import Proc
+from .store import Store
+from .volumes import Tokens, Volumes
+from ..definition import ClusterDefinition, NodeDef
+
+log = logging.getLogger("nodeagent")
+# Directories that had to be created on the host's own tree for a mount target (see cinit.py); teardown
+# removes them. Kept outside the state dir so a lost state dir does not lose it.
+HOST_PATHS_REGISTRY = Path("/var/lib/rayconformance/nodeagent-host-paths")
+
+
+class Agent:
+    def __init__(self, defn: ClusterDefinition, state: Path):
+        self.defn, self.state = defn, state
+        self.kube = Kube(state / "admin.kubeconfig")
+        self.store = Store(state)
+        self.pods_dir = state / "pods"
+        self.pods_dir.mkdir(parents=True, exist_ok=True)
+        self.registry = HOST_PATHS_REGISTRY
+        self.net = Network(defn, self.store)
+        self.devices: devices.DeviceSource = devices.StaticGPUs(defn, self.store)
+        self.images = Images(defn)
+        self.volumes = Volumes(self.kube, Tokens(self.kube))
+        self.workers: dict[str, PodWorker] = {}
+        self.records = self.store.pod_records()
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.started_at_rfc = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.nodes: list[NodeManager] = []
+        self.watches: list[PodWatch] = []
+        self.log_servers: list[logs.LogServer] = []
+        self._events: queue.Queue = queue.Queue(maxsize=2000)
+        self._recent: dict[tuple, float] = {}
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def run(self) -> None:
+        self.net.ensure_bridges()
+        for n in self.defn.nodes:
+            srv = logs.LogServer(self, n.name, self.defn.host_address, kubelet_port(n), self.state / "pki")
+            srv.start()
+            self.log_servers.append(srv)
+        threading.Thread(target=self._post_events, daemon=True, name="events").start()
+        for n in self.defn.nodes:
+            m = NodeManager(self, n)
+            m.start()
+            self.nodes.append(m)
+        for m in self.nodes:
+            while not m.registered.wait(1):
+                if self.stopping.is_set():
+                    return self.shutdown()
+        for n in self.defn.nodes:
+            w = PodWatch(self, n)
+            w.start()
+            self.watches.append(w)
+        log.info("node agent up: %d node(s), %d Pod record(s) to re-adopt", len(self.defn.nodes), len(self.records))
+        self.stopping.wait()
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        with self.lock:
+            workers = list(self.workers.values())
+        ts = [threading.Thread(target=w.shutdown, daemon=True) for w in workers]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(30)
+        for rec in list(self.records.values()):
+            self.cleanup_record(rec)
+        for s in self.log_servers:
+            s.stop()
+        log.info("node agent stopped; %d Pod(s) killed", len(workers))
+
+    # -- Pods -----------------------------------------------------------------------------------------------
+    def dispatch(self, node: NodeDef, typ: str, pod: dict) -> None:
+        uid = pod["metadata"]["uid"]
+        with self.lock:
+            if self.stopping.is_set():
+                return
+            w = self.workers.get(uid)
+            if typ == "DELETED":
+                if w is not None:
+                    w.update(pod)
+                    w.deleted()
+                elif uid in self.records:
+                    rec = self.records.pop(uid)
+                    threading.Thread(target=self.cleanup_record, args=(rec,), daemon=True).start()
+                return
+            if w is not None:
+                w.update(pod)
+                return
+            rec = self.records.pop(uid, None)
+            w = PodWorker(self, node, pod, rec)
+            if rec is None and (pod.get("status") or {}).get("phase") in TERMINAL:
+                w.foreign = True  # finished before we knew it: only see to its deletion, never rewrite status
+            self.workers[uid] = w
+            w.start()
+
+    def resync_node(self, node: NodeDef, seen: set[str]) -> None:
+        """After a (re)list: Pods no longer bound here are gone; records of vanished Pods are orphans."""
+        with self.lock:
+            gone = [w for uid, w in self.workers.items() if w.node.name == node.name and uid not in seen]
+            orphans = [self.records.pop(uid) for uid, rec in list(self.records.items())
+                       if rec.get("node") == node.name and uid not in seen]
+        for w in gone:
+            w.deleted()
+        for rec in orphans:
+            log.info("cleaning up %s/%s: gone while the agent was down", rec.get("namespace"), rec.get("name"))
+            self.cleanup_record(rec)
+
+    def cleanup_record(self, rec: dict) -> None:
+        """Kill and remove a Pod known only from its record."""
+        uid = rec["uid"]
+        for c in (rec.get("containers") or {}).values():
+            if c.get("proc"):
+                p = Proc.from_dict(c["proc"])
+                p.kill()
+                p.wait(5)
+        sb = Sandbox(self.pods_dir / uid, uid, rec.get("sandbox"))
+        sb.destroy(self.net)
+        sb.remove_files()
+        self.devices.release(uid)
+        self.store.drop_pod(uid)
+
+    def forget(self, w: PodWorker) -> None:
+        with self.lock:
+            if self.workers.get(w.uid) is w:
+                del self.workers[w.uid]
+
+    def find_pod(self, ns: str, name: str, node: str | None = None) -> PodWorker | None:
+        with self.lock:
+            for w in self.workers.values():
+                if w.ns == ns and w.name == name and (node is None or w.node.name == node) and not w.gone:
+                    return w
+        return None
+
+    def allocatable(self, node: NodeDef) -> dict:
+        return capacity(node, self.devices.capacity(node.name))
+
+    # -- events ---------------------------------------------------------------------------------------------
+    def event(self, pod: dict, node: str, etype: str, reason: str, message: str, fieldpath: str | None) -> None:
+        md = pod["metadata"]
+        key = (md["uid"], reason, message, fieldpath)
+        now = time.monotonic()
+        if now - self._recent.get(key, -1e9) < 30:
+            return
+        self._recent[key] = now
+        if len(self._recent) > 5000:
+            self._recent.clear()
+        try:
+            self._events.put_nowait((pod, node, etype, reason, message, fieldpath))
+        except queue.Full:
+            pass
+
+    def _post_events(self) -> None:
+        while True:
+            pod, node, etype, reason, message, fieldpath = self._events.get()
+            md = pod["metadata"]
+            ts = dt.datetime.now(dt.timezone.utc)
+            obj = {"namespace": md["namespace"], "name": md["name"], "uid": md["uid"], "kind": "Pod",
+                   "apiVersion": "v1"}
+            if fieldpath:
+                obj["fieldPath"] = fieldpath
+            body = {"apiVersion": "v1", "kind": "Event",
+                    "metadata": {"name": f"{md['name']}.{time.time_ns():x}", "namespace": md["namespace"]},
+                    "involvedObject": obj, "reason": reason, "message": message, "type": etype,
+                    "source": {"component": "kubelet", "host": node}, "count": 1,
+                    "firstTimestamp": ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "lastTimestamp": ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "reportingComponent": "kubelet", "reportingInstance": node}
+            try:
+                self.kube.create(f"/api/v1/namespaces/{md['namespace']}/events", body)
+            except Exception as e:  # noqa: BLE001 - events are best effort
+                log.debug("event %s not posted: %s", reason, e)
+
+
+def main(defn: ClusterDefinition, state: Path) -> None:
+    agent = Agent(defn, state)
+
+    def stop(signum, frame):  # noqa: ARG001
+        agent.stopping.set()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    agent.run()

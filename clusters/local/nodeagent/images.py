@@ -1,0 +1,155 @@
+"""Images -> host runtimes, per the cluster definition's image rules.
+
+    ray      the tag's Ray version -> /var/cache/rayconformance/venvs/ray-<version> on PATH (created on demand with
+             pip, like an image pull: the container waits as ContainerCreating meanwhile)
+    host     host binaries; the rule's entrypoint is used when the Pod gives no command
+    kuberay  the tag's KubeRay build; `/manager` (the operator image's entrypoint) -> its ray-operator binary
+
+An image no rule maps (or whose tag names nothing we can build) fails like an unpullable image: waiting reason
+ErrImagePull, then ImagePullBackOff between retries.
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..definition import ClusterDefinition
+from ..paths import CACHE
+
+log = logging.getLogger("nodeagent.images")
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+VENVS = CACHE / "venvs"
+PULL_RETRY = 60.0  # seconds before a failed venv build is tried again
+
+
+class ImageError(RuntimeError):
+    """The image cannot be materialized: ErrImagePull."""
+
+
+class ImagePulling(RuntimeError):
+    """The image is being materialized (a venv install): try again later."""
+
+
+@dataclass
+class Runtime:
+    kind: str
+    image: str
+    image_id: str
+    path: str
+    entrypoint: list[str] = field(default_factory=list)
+    argv0_map: dict[str, str] = field(default_factory=dict)
+    workdir: str = "/"
+    home: str = "/root"
+    files: dict[str, str] = field(default_factory=dict)  # files created in the container if missing
+
+    def argv(self, command: list[str] | None, args: list[str] | None) -> list[str]:
+        argv = list(command) + list(args or []) if command else list(self.entrypoint) + list(args or [])
+        if argv and argv[0] in self.argv0_map:
+            argv[0] = self.argv0_map[argv[0]]
+        return argv
+
+
+def _tag(image: str) -> str:
+    image = image.split("@", 1)[0]
+    last = image.rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else "latest"
+
+
+def ray_version(image: str) -> str:
+    m = re.match(r"^(\d+\.\d+\.\d+)", _tag(image))
+    if not m:
+        raise ImageError(f'failed to pull image "{image}": tag "{_tag(image)}" does not name a Ray release '
+                         f"(the local provider installs Ray from PyPI by version)")
+    return m.group(1)
+
+
+def venv_ready(version: str) -> bool:
+    return (VENVS / f"ray-{version}" / ".complete").exists()
+
+
+def ensure_ray_venv(version: str, python: str | None = None) -> Path:
+    """Create the Ray virtualenv for `version` if missing (concurrent-safe: a file lock per version)."""
+    venv = VENVS / f"ray-{version}"
+    VENVS.mkdir(parents=True, exist_ok=True)
+    with open(VENVS / f".ray-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (venv / ".complete").exists():
+            return venv
+        if venv.exists():
+            shutil.rmtree(venv)  # a half-built venv from an interrupted install
+        py = python or shutil.which("python3", path=BASE_PATH) or sys.executable
+        t = time.monotonic()
+        subprocess.run([py, "-m", "venv", str(venv)], check=True, capture_output=True)
+        r = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"ray[default,serve]=={version}"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            shutil.rmtree(venv, ignore_errors=True)
+            raise ImageError(f"pip install ray[default,serve]=={version} failed: {r.stderr.strip()[-500:]}")
+        (venv / ".complete").write_text(f"ray {version} installed in {time.monotonic() - t:.0f}s\n")
+        return venv
+
+
+class Images:
+    def __init__(self, defn: ClusterDefinition):
+        self.defn = defn
+        self._lock = threading.Lock()
+        self._pulls: dict[str, threading.Thread] = {}
+        self._failed: dict[str, tuple[float, str]] = {}
+
+    def resolve(self, image: str) -> Runtime:
+        rule = self.defn.image_rule(image)
+        if rule is None:
+            raise ImageError(f'failed to pull image "{image}": no image rule in cluster definition '
+                             f"'{self.defn.name}' maps it to a host runtime")
+        if rule.runtime == "host":
+            return Runtime("host", image, f"host://{image}", BASE_PATH, list(rule.entrypoint))
+        if rule.runtime == "kuberay":
+            tag = _tag(image)
+            tag = tag if tag.startswith("v") else f"v{tag}"
+            binary = CACHE / f"kuberay-{tag}" / "bin" / "ray-operator"
+            if not binary.exists():
+                raise ImageError(f'failed to pull image "{image}": KubeRay {tag} is not built '
+                                 f"({binary} missing; run clusters/local/build-tools.sh kuberay)")
+            entry = list(rule.entrypoint) or ["/manager"]
+            return Runtime("kuberay", image, f"kuberay://{tag}", BASE_PATH, entry, {"/manager": str(binary)})
+        version = ray_version(image)
+        venv = VENVS / f"ray-{version}"
+        if not venv_ready(version):
+            self._pull(version)
+        # Like the Ray images: HOME and WORKDIR /home/ray (created in an overlay, never on the host), and a
+        # ~/.profile keeping the venv on PATH for login shells (`bash -lc`, which KubeRay uses), whose
+        # /etc/profile resets PATH on a Debian host
+        return Runtime("ray", image, f"ray://{version}", f"{venv / 'bin'}:{BASE_PATH}", list(rule.entrypoint),
+                       workdir="/home/ray", home="/home/ray",
+                       files={"/home/ray/.profile": f'export PATH="{venv / "bin"}:$PATH"\n'})
+
+    def _pull(self, version: str) -> None:
+        with self._lock:
+            failed = self._failed.get(version)
+            if failed and time.monotonic() - failed[0] < PULL_RETRY:
+                raise ImageError(failed[1])
+            t = self._pulls.get(version)
+            if t is None or not t.is_alive():
+                if venv_ready(version):
+                    return
+                t = threading.Thread(target=self._do_pull, args=(version,), name=f"pull-ray-{version}", daemon=True)
+                self._pulls[version] = t
+                t.start()
+        raise ImagePulling(f"installing Ray {version} into {VENVS / f'ray-{version}'}")
+
+    def _do_pull(self, version: str) -> None:
+        try:
+            log.info("creating Ray %s virtualenv", version)
+            ensure_ray_venv(version)
+            self._failed.pop(version, None)
+        except Exception as e:  # noqa: BLE001 - reported as the image's pull error
+            log.error("Ray %s virtualenv failed: %s", version, e)
+            self._failed[version] = (time.monotonic(), f'failed to pull image "rayproject/ray:{version}": {e}')

@@ -1,0 +1,74 @@
+"""Teardown leaves nothing behind: no process, network namespace, veth, bridge, mount or iptables rule —
+after a normal run with Pods running, and after a crash that lost the state dir."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bedkit import Cluster, pod_manifest, ready
+from clusters.local import definition, network, nodes, procs
+from clusters.local.paths import CACHE
+from clusters.local.testbed import TestBed
+
+pytestmark = pytest.mark.integration
+
+
+def everything_left() -> list[str]:
+    left = network.leftovers() + nodes.leftovers()
+    rules = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+    left += [f"iptables {line}" for line in rules.splitlines() if "KUBE-" in line]
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and os.readlink(d / "exe").startswith(str(CACHE)):
+                left.append(f"process {d.name} {os.readlink(d / 'exe')}")
+        except OSError:
+            pass
+    mounts = Path("/proc/self/mountinfo").read_text()
+    left += [f"mount {line.split()[4]}" for line in mounts.splitlines()
+             if "/run/rayconformance" in line.split()[4] or line.split()[4].startswith("/run/netns")]
+    return left
+
+
+def start_pods(c: Cluster) -> None:
+    ns = c.namespace("teardown")
+    for i in range(2):
+        c.create(ns, pod_manifest(f"p{i}", [{"name": "c", "image": "busybox", "command": ["sleep", "3600"],
+                                            "volumeMounts": [{"name": "m", "mountPath": "/dev/shm"},
+                                                             {"name": "d", "mountPath": "/data/x"}]}],
+                                  volumes=[{"name": "m", "emptyDir": {"medium": "Memory", "sizeLimit": "8Mi"}},
+                                           {"name": "d", "emptyDir": {}}]))
+    for i in range(2):
+        c.wait_pod(ns, f"p{i}", ready, 60)
+    c.create(ns, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                  "spec": {"selector": {"x": "y"}, "ports": [{"port": 80}]}})
+
+
+def test_teardown_after_a_normal_run(beds):
+    c = beds.get("local-cpu")
+    start_pods(c)
+    beds.close()
+    assert everything_left() == []
+    assert not Path("/data/x").exists()
+
+
+def test_teardown_after_a_crash_that_lost_the_state_dir():
+    bed = TestBed(definition.load("local-cpu"))
+    bed.up()
+    try:
+        c = Cluster(bed)
+        start_pods(c)
+        # crash: the agent and kube-proxy die without cleaning up, and the state dir is lost
+        for name in ("nodeagent", "kube-proxy"):
+            pid = int((bed.state / "pids" / f"{name}.pid").read_text())
+            os.kill(pid, signal.SIGKILL)
+            procs.stop_pid(pid, grace=5)
+        shutil.rmtree(bed.state)
+        assert nodes.leftovers(), "Pods are still running after the crash"
+    finally:
+        bed.down()
+    assert everything_left() == []
