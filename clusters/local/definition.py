@@ -18,8 +18,9 @@ class DefinitionError(ValueError):
 @dataclass(frozen=True)
 class ImageRule:
     match: str
-    runtime: str  # ray | host | kuberay
+    runtime: str  # ray | host | kuberay | tool
     entrypoint: tuple[str, ...] = ()
+    tool: str = ""  # runtime tool: the tool-cache component whose <tool>-<image tag>/bin goes on PATH
 
     def matches(self, image: str) -> bool:
         return fnmatch.fnmatchcase(image, self.match)
@@ -59,7 +60,7 @@ class ClusterDefinition:
         return next((r for r in self.images if r.matches(image)), None)
 
 
-KNOWN_RUNTIMES = {"ray", "host", "kuberay"}
+KNOWN_RUNTIMES = {"ray", "host", "kuberay", "tool"}
 
 
 def resolve(name_or_path: str) -> Path:
@@ -89,12 +90,15 @@ def load(name_or_path: str) -> ClusterDefinition:
             for i, n in enumerate(raw.get("nodes") or [])
         )
         images = tuple(
-            ImageRule(match=str(r["match"]), runtime=str(r["runtime"]), entrypoint=tuple(r.get("entrypoint") or ()))
+            ImageRule(match=str(r["match"]), runtime=str(r["runtime"]), entrypoint=tuple(r.get("entrypoint") or ()),
+                      tool=str(r.get("tool") or ""))
             for r in raw.get("images") or []
         )
     except (KeyError, TypeError, ValueError) as e:
         raise DefinitionError(f"{path}: malformed nodes or images entry ({e}); see clusters/local-cpu.yaml") from None
     for r in images:
+        if r.runtime == "tool" and not r.tool:
+            raise DefinitionError(f"{path}: image rule '{r.match}' has runtime 'tool' but no 'tool' (a cache component)")
         if r.runtime not in KNOWN_RUNTIMES:
             raise DefinitionError(f"{path}: image rule '{r.match}' has unknown runtime '{r.runtime}' "
                                   f"(known: {', '.join(sorted(KNOWN_RUNTIMES))})")

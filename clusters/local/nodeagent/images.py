@@ -4,6 +4,7 @@
              pip, like an image pull: the container waits as ContainerCreating meanwhile)
     host     host binaries; the rule's entrypoint is used when the Pod gives no command
     kuberay  the tag's KubeRay build; `/manager` (the operator image's entrypoint) -> its ray-operator binary
+    tool     another binary of the tool cache: /var/cache/rayconformance/<tool>-<tag>/bin on PATH (e.g. traefik)
 
 An image no rule maps (or whose tag names nothing we can build) fails like an unpullable image: waiting reason
 ErrImagePull, then ImagePullBackOff between retries.
@@ -120,6 +121,13 @@ class Images:
                                  f"({binary} missing; run clusters/local/build-tools.sh kuberay)")
             entry = list(rule.entrypoint) or ["/manager"]
             return Runtime("kuberay", image, f"kuberay://{tag}", BASE_PATH, entry, {"/manager": str(binary)})
+        if rule.runtime == "tool":
+            tag = _tag(image)
+            bindir = CACHE / f"{rule.tool}-{tag}" / "bin"
+            if not bindir.is_dir():
+                raise ImageError(f'failed to pull image "{image}": {rule.tool} {tag} is not built '
+                                 f"({bindir} missing; run clusters/local/build-tools.sh {rule.tool})")
+            return Runtime("tool", image, f"{rule.tool}://{tag}", f"{bindir}:{BASE_PATH}", list(rule.entrypoint))
         version = ray_version(image)
         venv = VENVS / f"ray-{version}"
         if not venv_ready(version):
