@@ -168,11 +168,9 @@ class Conditions:
         status = "True" if ok else "False"
         prev = self.state.get(ctype)
         ltt = prev["lastTransitionTime"] if prev and prev["status"] == status else rfc3339(now)
-        c = {"type": ctype, "status": status, "lastProbeTime": None, "lastTransitionTime": ltt}
-        if not ok and reason:
-            c["reason"] = reason
-        if not ok and message:
-            c["message"] = message
+        # explicit nulls: the status is sent as a strategic merge patch, which keeps a field it is not told to drop
+        c = {"type": ctype, "status": status, "lastProbeTime": None, "lastTransitionTime": ltt,
+             "reason": reason if not ok and reason else None, "message": message if not ok and message else None}
         self.state[ctype] = c
 
     def to_list(self) -> list[dict]:
