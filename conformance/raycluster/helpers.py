@@ -34,3 +34,38 @@ def alive_ray_nodes(api: client.ApiClient, namespace: str, obj: dict) -> tuple[i
     nodes = data.get("data", {}).get("summary", [])
     alive = [n for n in nodes if (n.get("raylet") or {}).get("state") == "ALIVE"]
     return len(alive), f"{len(alive)} alive of {len(nodes)} Ray nodes"
+
+
+def is_provisioned(obj: dict | None) -> bool:
+    c = ray.condition(obj, "RayClusterProvisioned")
+    return c is not None and c["status"] == "True"
+
+
+def create_provisioned(api: client.ApiClient, namespace: str, body: dict, timeout: float) -> tuple[ray.RayResources, dict]:
+    """Create the RayCluster and wait for RayClusterProvisioned=True; returns its resources and the object."""
+    from fixtures.waiting import wait_for
+
+    rc = ray.RayResources(api, namespace, "RayCluster")
+    name = body["metadata"]["name"]
+    rc.create(body)
+    obj = wait_for(lambda: (is_provisioned(o := rc.get(name)), o), timeout,
+                   f"RayCluster {name} to report RayClusterProvisioned=True",
+                   observe=lambda: f"{ray.describe_conditions(rc.get(name))}; Pods: "
+                   f"{describe_pods(pods(api, namespace, name))}")
+    return rc, obj
+
+
+def run_ray_job(api: client.ApiClient, namespace: str, svc: str, code: str, timeout: float) -> str:
+    """Run Python code in the Ray cluster as a Ray job (Jobs API on the head Service); its logs on success."""
+    import uuid
+
+    from fixtures.waiting import wait_for
+
+    sid = f"rc-{uuid.uuid4().hex[:8]}"
+    wait_for(lambda: (ray.submit_job(api, namespace, svc, f'python -c "{code}"', sid)[0] == 200, True), timeout,
+             "the Jobs API to accept a submission", observe=lambda: ray.job_status(api, namespace, svc, sid))
+    st = wait_for(lambda: ((s := ray.job_status(api, namespace, svc, sid)) in ("SUCCEEDED", "FAILED", "STOPPED"), s),
+                  timeout, f"Ray job {sid} to finish", observe=lambda: ray.job_status(api, namespace, svc, sid))
+    logs = ray.job_logs(api, namespace, svc, sid)
+    assert st == "SUCCEEDED", f"Ray job {sid} ended {st}, expected SUCCEEDED; logs:\n{logs[-2000:]}"
+    return logs

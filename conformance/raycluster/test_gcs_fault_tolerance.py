@@ -9,7 +9,7 @@ from kubernetes import client
 from fixtures import ray
 from fixtures.waiting import wait_for
 
-from .helpers import describe_pods, pods, running_ready
+from .helpers import create_provisioned, describe_pods, pods, run_ray_job, running_ready
 
 ACTOR_NS = "rayconformance"
 # Runs inside the Ray cluster as a Ray job (python -c); single quotes only, no shell metacharacters.
@@ -31,17 +31,6 @@ print('COUNTER', ray.get(c.inc.remote()))
 """
 CREATE = "Counter.options(name='counter', lifetime='detached', max_restarts=-1).remote()"
 GET = "ray.get_actor('counter')"
-
-
-def run_job(k8s, namespace, svc, code: str, timeout: float) -> str:
-    sid = f"rc-{uuid.uuid4().hex[:8]}"
-    wait_for(lambda: (ray.submit_job(k8s, namespace, svc, f'python -c "{code}"', sid)[0] == 200, True), timeout,
-             "the Jobs API to accept a submission", observe=lambda: ray.submit_job(k8s, namespace, svc, "true", sid))
-    status = wait_for(lambda: ((s := ray.job_status(k8s, namespace, svc, sid)) in ("SUCCEEDED", "FAILED", "STOPPED"), s),
-                      timeout, f"Ray job {sid} to finish", observe=lambda: ray.job_status(k8s, namespace, svc, sid))
-    logs = ray.job_logs(k8s, namespace, svc, sid)
-    assert status == "SUCCEEDED", f"Ray job {sid} ended {status}; logs:\n{logs[-2000:]}"
-    return logs
 
 
 def counter_value(logs: str) -> int | None:
@@ -79,19 +68,14 @@ def redis(k8s, namespace, timeouts):
 
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
 def test_detached_actor_survives_head_pod_deletion(k8s, namespace, ray_version, timeouts, redis):
-    rc = ray.RayResources(k8s, namespace, "RayCluster")
     body = ray.sample("raycluster-gcs-ft", ray_version)
     name = body["metadata"]["name"]
-    rc.create(body)
-    obj = wait_for(lambda: (ray.condition(o := rc.get(name), "RayClusterProvisioned") is not None
-                            and ray.condition(o, "RayClusterProvisioned")["status"] == "True", o),
-                   timeouts.long, f"RayCluster {name} provisioned",
-                   observe=lambda: ray.describe_conditions(rc.get(name)) + "; " + describe_pods(pods(k8s, namespace, name)))
+    rc, obj = create_provisioned(k8s, namespace, body, timeouts.long)
     svc = obj["status"]["head"]["serviceName"]
     old_head = pods(k8s, namespace, name, "head")[0]
     old_storage_ns = old_head.metadata.annotations.get("ray.io/external-storage-namespace")
 
-    logs = run_job(k8s, namespace, svc, INCREMENT.format(ns=ACTOR_NS, get=CREATE), timeouts.long)
+    logs = run_ray_job(k8s, namespace, svc, INCREMENT.format(ns=ACTOR_NS, get=CREATE), timeouts.long)
     assert counter_value(logs) == 1, f"first increment of the detached actor printed {counter_value(logs)}; logs: {logs[-500:]}"
 
     client.CoreV1Api(k8s).delete_namespaced_pod(old_head.metadata.name, namespace)
@@ -106,20 +90,16 @@ def test_detached_actor_survives_head_pod_deletion(k8s, namespace, ray_version, 
     workers = pods(k8s, namespace, name, "worker")
     assert len(workers) == 1, f"the worker should have survived the head failure: {describe_pods(workers)}"
 
-    logs = run_job(k8s, namespace, svc, INCREMENT.format(ns=ACTOR_NS, get=GET), timeouts.long)
+    logs = run_ray_job(k8s, namespace, svc, INCREMENT.format(ns=ACTOR_NS, get=GET), timeouts.long)
     assert counter_value(logs) == 2, \
         f"the detached actor must keep its state across the head failure (expected 2), observed {counter_value(logs)}"
 
 
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
 def test_delete_cleans_redis_and_removes_cluster(k8s, namespace, ray_version, timeouts, redis):
-    rc = ray.RayResources(k8s, namespace, "RayCluster")
     body = ray.sample("raycluster-gcs-ft", ray_version)
     name = body["metadata"]["name"]
-    rc.create(body)
-    wait_for(lambda: ((c := ray.condition(rc.get(name), "RayClusterProvisioned")) is not None
-                      and c["status"] == "True", True),
-             timeouts.long, f"RayCluster {name} provisioned", observe=lambda: ray.describe_conditions(rc.get(name)))
+    rc, _ = create_provisioned(k8s, namespace, body, timeouts.long)
     assert redis_dbsize(k8s, namespace, timeouts.medium) > 0, "the RayCluster's GCS wrote nothing to Redis"
 
     rc.delete(name)

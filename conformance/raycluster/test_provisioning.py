@@ -7,26 +7,14 @@ from kubernetes import client
 from fixtures import ray
 from fixtures.waiting import wait_for
 
-from .helpers import alive_ray_nodes, describe_pods, pods, running_ready
-
-
-def provisioned(rc: ray.RayResources, name: str):
-    obj = rc.get(name)
-    cond = ray.condition(obj, "RayClusterProvisioned")
-    return (cond is not None and cond["status"] == "True"), obj, ray.describe_conditions(obj)
+from .helpers import alive_ray_nodes, create_provisioned, describe_pods, pods, running_ready
 
 
 @pytest.mark.feature("RayClusterProvisioning")
 def test_head_and_workers_provisioned(k8s, namespace, ray_version, timeouts):
-    rc = ray.RayResources(k8s, namespace, "RayCluster")
     body = ray.sample("raycluster-basic", ray_version)
     name = body["metadata"]["name"]
-    rc.create(body)
-
-    obj = wait_for(lambda: provisioned(rc, name)[:2], timeouts.long,
-                   f"RayCluster {name} to report RayClusterProvisioned=True",
-                   observe=lambda: ray.describe_conditions(rc.get(name)) + "; Pods: "
-                   + describe_pods(pods(k8s, namespace, name)))
+    rc, obj = create_provisioned(k8s, namespace, body, timeouts.long)
 
     cond = ray.condition(obj, "RayClusterProvisioned")
     assert cond["reason"] == "AllPodRunningAndReadyFirstTime", f"RayClusterProvisioned reason: {cond}"
@@ -60,12 +48,9 @@ def test_head_and_workers_provisioned(k8s, namespace, ray_version, timeouts):
 
 @pytest.mark.feature("RayClusterManualScaling")
 def test_manual_scale_up_and_down(k8s, namespace, ray_version, timeouts):
-    rc = ray.RayResources(k8s, namespace, "RayCluster")
     body = ray.sample("raycluster-basic", ray_version)
     name = body["metadata"]["name"]
-    rc.create(body)
-    wait_for(lambda: provisioned(rc, name)[:2], timeouts.long, f"RayCluster {name} provisioned",
-             observe=lambda: ray.describe_conditions(rc.get(name)))
+    rc, _ = create_provisioned(k8s, namespace, body, timeouts.long)
 
     def workers_ready(n: int):
         ws = pods(k8s, namespace, name, "worker")

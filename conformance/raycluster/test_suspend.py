@@ -6,7 +6,7 @@ import pytest
 from fixtures import ray
 from fixtures.waiting import wait_for
 
-from .helpers import describe_pods, pods
+from .helpers import create_provisioned, describe_pods, pods
 
 
 def cond_is(obj, ctype: str, status: str, reason: str | None = None) -> bool:
@@ -16,16 +16,12 @@ def cond_is(obj, ctype: str, status: str, reason: str | None = None) -> bool:
 
 @pytest.mark.feature("RayClusterSuspend")
 def test_suspend_and_resume(k8s, namespace, ray_version, timeouts):
-    rc = ray.RayResources(k8s, namespace, "RayCluster")
     body = ray.sample("raycluster-basic", ray_version)
     name = body["metadata"]["name"]
-    rc.create(body)
+    rc, _ = create_provisioned(k8s, namespace, body, timeouts.long)
 
     def observe():
         return f"{ray.describe_conditions(rc.get(name))}; Pods: {describe_pods(pods(k8s, namespace, name))}"
-
-    wait_for(lambda: (cond_is(rc.get(name), "RayClusterProvisioned", "True"), True), timeouts.long,
-             f"RayCluster {name} provisioned", observe=observe)
 
     rc.patch(name, {"spec": {"suspend": True}})
     obj = wait_for(lambda: ((o := rc.get(name)) is not None and cond_is(o, "RayClusterSuspended", "True")
