@@ -1,14 +1,17 @@
 """Node side of the local test bed: the node agent process (all Nodes of a definition) and its cleanup.
 
-`start` launches the agent and waits until every Node is Ready and schedulable. `stop` stops it (SIGTERM: the
-agent kills every Pod and removes every sandbox), then sweeps anything of ours that is still on the host, without
-relying on the state dir (a crashed run may have lost it): processes carrying the Pod marker env var, agent
-processes, `rc-*` network namespaces, `rcv*`/`rcbr*` links, mounts under the state root or /run/netns, and
-directories the agent had to create on the host for mount targets.
+`start` launches the agent and waits until every Node is Ready and schedulable, and every GPU node shows its
+`nvidia.com/gpu` (the agent runs a fake device plugin per GPU node, see `nodeagent/devices.py`). `stop` stops it
+(SIGTERM: the agent kills every Pod, removes every sandbox and stops the device plugins), stops device plugins a
+crashed agent left, then sweeps anything of ours that is still on the host, without relying on the state dir (a
+crashed run may have lost it): processes carrying the Pod marker env var, agent and device-plugin processes,
+`rc-*` network namespaces, `rcv*`/`rcbr*` links, mounts under the state root or /run/netns, device-plugin
+sockets under the state root, and directories the agent had to create on the host for mount targets.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,6 +20,7 @@ from pathlib import Path
 from . import procs
 from .definition import ClusterDefinition
 from .nodeagent.agent import HOST_PATHS_REGISTRY
+from .nodeagent.devices import GPU, PLUGIN_DIRS, PLUGIN_MODULE, PLUGIN_PROCESS
 from .nodeagent.sandbox import BRIDGE_PREFIX, MARKER, NETNS_PREFIX, VETH_PREFIX
 from .paths import STATE_ROOT
 
@@ -42,6 +46,7 @@ def wait_ready(defn: ClusterDefinition, state: Path, timeout: float = 120.0) -> 
     from .nodeagent.kube import Kube
     kube = Kube(state / "admin.kubeconfig")
     want = {n.name for n in defn.nodes}
+    gpus = {n.name: n.gpus for n in defn.nodes if n.gpus}
     deadline = time.monotonic() + timeout
     last = "no Nodes yet"
     while time.monotonic() < deadline:
@@ -56,11 +61,16 @@ def wait_ready(defn: ClusterDefinition, state: Path, timeout: float = 120.0) -> 
         for n in items:
             conds = {c["type"]: c["status"] for c in n.get("status", {}).get("conditions") or []}
             taints = [t["key"] for t in n.get("spec", {}).get("taints") or []]
-            if conds.get("Ready") == "True" and "node.kubernetes.io/not-ready" not in taints:
-                ready.add(n["metadata"]["name"])
+            name = n["metadata"]["name"]
+            shown = int((n.get("status", {}).get("allocatable") or {}).get(GPU, 0))
+            if conds.get("Ready") == "True" and "node.kubernetes.io/not-ready" not in taints \
+                    and shown >= gpus.get(name, 0):
+                ready.add(name)
         if want <= ready:
             return
         last = f"ready: {sorted(ready)}, waiting for {sorted(want - ready)}"
+        if gpus.keys() & (want - ready):
+            last += f" (GPU nodes wait for {GPU} from their device plugin; see {state}/logs/{PLUGIN_PROCESS}-*.log)"
         time.sleep(0.25)
     raise NodesError(f"Nodes not Ready after {timeout:.0f}s ({last}); see {state}/logs/{AGENT}.log")
 
@@ -71,9 +81,15 @@ def start(defn: ClusterDefinition, state: Path) -> None:
 
 
 def stop(defn: ClusterDefinition | None, state: Path) -> list[str]:
-    """Stop the agent (it kills all Pods), then sweep leftovers. Idempotent; returns what the sweep removed."""
+    """Stop the agent (it kills all Pods and stops its device plugins), then the device plugins a crashed agent
+    left, then sweep leftovers. Idempotent; returns what the sweep removed."""
     procs.stop(state, AGENT, grace=45)
-    return sweep()
+    for f in sorted((state / "pids").glob(f"{PLUGIN_PROCESS}-*.pid")):
+        procs.stop(state, f.stem)
+    removed = sweep()
+    if (state / PLUGIN_DIRS).is_dir():
+        shutil.rmtree(state / PLUGIN_DIRS, ignore_errors=True)
+    return removed
 
 
 def _sh(*argv: str) -> subprocess.CompletedProcess:
@@ -82,7 +98,7 @@ def _sh(*argv: str) -> subprocess.CompletedProcess:
 
 def _our_processes() -> list[int]:
     marker = MARKER.encode() + b"="
-    agent_cmd = b"clusters.local.nodeagent"
+    commands = (b"clusters.local.nodeagent", PLUGIN_MODULE.encode())
     me = os.getpid()
     out = []
     for d in Path("/proc").iterdir():
@@ -94,7 +110,7 @@ def _our_processes() -> list[int]:
         except OSError:
             continue
         if any(v.startswith(marker) for v in env.split(b"\0")) or (
-                agent_cmd in cmd and str(STATE_ROOT).encode() in cmd):
+                any(c in cmd for c in commands) and str(STATE_ROOT).encode() in cmd):
             out.append(int(d.name))
     return out
 
@@ -129,7 +145,15 @@ def sweep() -> list[str]:
             removed.append(f"link {name}")
     removed += _unmount_ours()
     removed += _remove_host_paths()
+    for sock in _plugin_sockets():
+        sock.unlink(missing_ok=True)
+        removed.append(f"socket {sock}")
     return removed
+
+
+def _plugin_sockets() -> list[Path]:
+    """Device-plugin sockets (the agent's Registration socket and the plugins') under the state root."""
+    return sorted(p for p in STATE_ROOT.glob(f"*/{PLUGIN_DIRS}/*/*") if p.is_socket())
 
 
 def _mountpoints() -> list[str]:
@@ -181,7 +205,7 @@ def _remove_host_paths() -> list[str]:
 
 
 def leftovers() -> list[str]:
-    """What of the node side is still on the host (processes, netns, links, mounts)."""
+    """What of the node side is still on the host (processes, netns, links, mounts, device-plugin sockets)."""
     out = [f"process {p}" for p in _our_processes()]
     for ns in _sh("ip", "netns", "list").stdout.split("\n"):
         if ns.startswith(NETNS_PREFIX):
@@ -192,4 +216,5 @@ def leftovers() -> list[str]:
             out.append(f"link {name}")
     state_root = str(STATE_ROOT).rstrip("/") + "/"
     out += [f"mount {m}" for m in _mountpoints() if m.startswith(state_root) or m.startswith("/run/netns")]
+    out += [f"socket {p}" for p in _plugin_sockets()]
     return out

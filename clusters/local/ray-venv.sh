@@ -6,9 +6,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 CACHE=${RAYCONF_CACHE:-/var/cache/rayconformance}
 for v in ${*:-$RAY_VERSION}; do
   d=$CACHE/venvs/ray-$v
-  if [ -f "$d/.complete" ]; then echo "ray-venv: ray $v cached"; continue; fi
+  # the marker's suffix matches MARKER in nodeagent/images.py (bumped when ray-constraints.txt changes)
+  if [ -f "$d/.complete-c1" ]; then echo "ray-venv: ray $v cached"; continue; fi
   t=$(date +%s); echo "ray-venv: installing ray $v"
   rm -rf "$d"; python3 -m venv "$d"
-  "$d/bin/pip" install -q --disable-pip-version-check "ray[default,serve]==$v"
-  touch "$d/.complete"; echo "ray-venv: ray $v ready in $(( $(date +%s) - t ))s -> $d"
+  "$d/bin/pip" install -q --disable-pip-version-check -c "$here/ray-constraints.txt" "ray[default,serve]==$v"
+  touch "$d/.complete-c1"; echo "ray-venv: ray $v ready in $(( $(date +%s) - t ))s -> $d"
 done

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import controlplane, network, procs
 from .definition import ClusterDefinition
-from .paths import CACHE, LOCK_FILE, state_dir
+from .paths import CACHE, LOCK_FILE, STATE_ROOT, state_dir
 
 
 @dataclass
@@ -107,19 +107,18 @@ class TestBed:
                     os.environ.pop("RAYCONF_LOCK_WAIT")
                 else:
                     os.environ["RAYCONF_LOCK_WAIT"] = saved
-        try:
-            from . import nodes as node_side, proxy
-        except ImportError:  # node side not present yet
-            node_side = proxy = None
-        if proxy is not None:
-            proxy.stop(self.defn, self.state)
-        if node_side is not None:
-            node_side.stop(self.defn, self.state)
-        procs.stop_all(self.state, ["coredns", *controlplane.COMPONENTS])
+        from . import nodes as node_side, proxy
+
+        # one test bed per machine: whatever definition a crashed run used, its leftovers go too
+        states = {self.state} | ({p for p in STATE_ROOT.iterdir() if p.is_dir()} if STATE_ROOT.is_dir() else set())
+        for state in sorted(states, key=lambda p: p != self.state):
+            proxy.stop(self.defn, state)
+            node_side.stop(self.defn, state)
+            procs.stop_all(state, ["coredns", *controlplane.COMPONENTS])
         procs.kill_strays([CACHE])
         network.down()
-        if self.state.exists():
-            shutil.rmtree(self.state, ignore_errors=True)
+        for state in states:
+            shutil.rmtree(state, ignore_errors=True)
         if unlock and self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

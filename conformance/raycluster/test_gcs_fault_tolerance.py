@@ -94,6 +94,11 @@ def test_detached_actor_survives_head_pod_deletion(k8s, namespace, ray_version, 
     assert counter_value(logs) == 2, \
         f"the detached actor must keep its state across the head failure (expected 2), observed {counter_value(logs)}"
 
+    # Delete while the namespace still accepts the operator's Redis cleanup Job (its finalizer waits for it).
+    rc.delete(name)
+    wait_for(lambda: (rc.get(name) is None, True), timeouts.long, f"RayCluster {name} to be gone after deletion",
+             observe=lambda: (rc.get(name) or {}).get("metadata", {}).get("finalizers"))
+
 
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
 def test_delete_cleans_redis_and_removes_cluster(k8s, namespace, ray_version, timeouts, redis):

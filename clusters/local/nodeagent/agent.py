@@ -3,8 +3,9 @@
 Restart semantics: SIGKILL (a crash) leaves every Pod running; the next agent reads the Pod records from
 `<state>/nodeagent/pods/`, and for each Pod still bound to its Node re-attaches to the live processes (checked by
 pid and start time), picks up exits that happened meanwhile from the shim's exit file, and carries on (restart
-counts, container IDs and start times unchanged). Records of Pods that vanished meanwhile are cleaned up.
-SIGTERM/SIGINT is a shutdown: every Pod process is killed and every sandbox removed.
+counts, container IDs and start times unchanged). Records of Pods that vanished meanwhile are cleaned up, and their
+devices released. The device plugins (see `devices`) survive a crash and are adopted.
+SIGTERM/SIGINT is a shutdown: every Pod process is killed, every sandbox removed, the device plugins stopped.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ log = logging.getLogger("nodeagent")
 # Directories that had to be created on the host's own tree for a mount target (see cinit.py); teardown
 # removes them. Kept outside the state dir so a lost state dir does not lose it.
 HOST_PATHS_REGISTRY = Path("/var/lib/rayconformance/nodeagent-host-paths")
+DEVICE_PLUGIN_WAIT = 30.0  # seconds to wait for the device plugins before starting Pods
 
 
 class Agent:
@@ -42,7 +44,7 @@ class Agent:
         self.pods_dir.mkdir(parents=True, exist_ok=True)
         self.registry = HOST_PATHS_REGISTRY
         self.net = Network(defn, self.store)
-        self.devices: devices.DeviceSource = devices.StaticGPUs(defn, self.store)
+        self.devices: devices.DeviceSource = devices.PluginDevices(defn, state, on_change=self._devices_changed)
         self.images = Images(defn)
         self.volumes = Volumes(self.kube, Tokens(self.kube))
         self.workers: dict[str, PodWorker] = {}
@@ -64,14 +66,23 @@ class Agent:
             srv.start()
             self.log_servers.append(srv)
         threading.Thread(target=self._post_events, daemon=True, name="events").start()
-        for n in self.defn.nodes:
-            m = NodeManager(self, n)
+        self.nodes = [NodeManager(self, n) for n in self.defn.nodes]  # before the plugins report capacity
+        try:
+            self.devices.start()
+        except BaseException:
+            self.devices.stop()
+            raise
+        for m in self.nodes:
             m.start()
-            self.nodes.append(m)
         for m in self.nodes:
             while not m.registered.wait(1):
                 if self.stopping.is_set():
                     return self.shutdown()
+        # Pods bound while the agent was down are admitted only once the plugins have (re-)registered
+        waiting = self.devices.wait_registered(DEVICE_PLUGIN_WAIT, self.stopping)
+        if waiting:
+            log.warning("device plugins of %s have not registered after %ss; Pods there needing devices fail "
+                        "admission until they do", ", ".join(waiting), DEVICE_PLUGIN_WAIT)
         for n in self.defn.nodes:
             w = PodWatch(self, n)
             w.start()
@@ -90,6 +101,7 @@ class Agent:
             t.join(30)
         for rec in list(self.records.values()):
             self.cleanup_record(rec)
+        self.devices.stop()
         for s in self.log_servers:
             s.stop()
         log.info("node agent stopped; %d Pod(s) killed", len(workers))
@@ -125,6 +137,7 @@ class Agent:
             gone = [w for uid, w in self.workers.items() if w.node.name == node.name and uid not in seen]
             orphans = [self.records.pop(uid) for uid, rec in list(self.records.items())
                        if rec.get("node") == node.name and uid not in seen]
+        self.devices.retain(node.name, seen)  # devices of Pods deleted while we were not watching come back
         for w in gone:
             w.deleted()
         for rec in orphans:
@@ -159,6 +172,12 @@ class Agent:
 
     def allocatable(self, node: NodeDef) -> dict:
         return capacity(node, self.devices.capacity(node.name))
+
+    def _devices_changed(self, node: str) -> None:
+        """A device plugin's healthy devices changed: post the Node's status now."""
+        for m in self.nodes:
+            if m.node.name == node:
+                m.changed.set()
 
     # -- events ---------------------------------------------------------------------------------------------
     def event(self, pod: dict, node: str, etype: str, reason: str, message: str, fieldpath: str | None) -> None:

@@ -72,8 +72,12 @@ def ray_version(image: str) -> str:
     return m.group(1)
 
 
+CONSTRAINTS = Path(__file__).resolve().parent.parent / "ray-constraints.txt"
+MARKER = ".complete-c1"  # bump the suffix when ray-constraints.txt changes, so older venvs are rebuilt
+
+
 def venv_ready(version: str) -> bool:
-    return (VENVS / f"ray-{version}" / ".complete").exists()
+    return (VENVS / f"ray-{version}" / MARKER).exists()
 
 
 def ensure_ray_venv(version: str, python: str | None = None) -> Path:
@@ -82,19 +86,20 @@ def ensure_ray_venv(version: str, python: str | None = None) -> Path:
     VENVS.mkdir(parents=True, exist_ok=True)
     with open(VENVS / f".ray-{version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (venv / ".complete").exists():
+        if (venv / MARKER).exists():
             return venv
         if venv.exists():
             shutil.rmtree(venv)  # a half-built venv from an interrupted install
         py = python or shutil.which("python3", path=BASE_PATH) or sys.executable
         t = time.monotonic()
         subprocess.run([py, "-m", "venv", str(venv)], check=True, capture_output=True)
-        r = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"ray[default,serve]=={version}"],
+        r = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-c", str(CONSTRAINTS),
+                            f"ray[default,serve]=={version}"],
                            capture_output=True, text=True)
         if r.returncode != 0:
             shutil.rmtree(venv, ignore_errors=True)
             raise ImageError(f"pip install ray[default,serve]=={version} failed: {r.stderr.strip()[-500:]}")
-        (venv / ".complete").write_text(f"ray {version} installed in {time.monotonic() - t:.0f}s\n")
+        (venv / MARKER).write_text(f"ray {version} installed in {time.monotonic() - t:.0f}s\n")
         return venv
 
 

@@ -1,4 +1,5 @@
-"""Node registration, Lease renewal (every 10 s) and node status (Ready and friends, every 60 s)."""
+"""Node registration, Lease renewal (every 10 s) and node status (Ready and friends, every 60 s, and at once
+when a device plugin's capacity changes)."""
 from __future__ import annotations
 
 import logging
@@ -22,11 +23,12 @@ def kubelet_port(node: NodeDef) -> int:
     return BASE_PORT + node.index
 
 
-def capacity(node: NodeDef, gpus: int) -> dict:
+def capacity(node: NodeDef, extended: dict[str, int]) -> dict:
+    """The Node's capacity (= allocatable): the definition's, plus the extended resources its device plugins
+    report (e.g. `nvidia.com/gpu`)."""
     cap = {"cpu": "16", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
     cap.update({k: str(v) for k, v in node.capacity.items()})
-    if gpus:
-        cap["nvidia.com/gpu"] = str(gpus)
+    cap.update({k: str(v) for k, v in extended.items()})
     return cap
 
 
@@ -44,6 +46,7 @@ class NodeManager(threading.Thread):
         self.defn: ClusterDefinition = agent.defn
         self.kube = agent.kube
         self.registered = threading.Event()
+        self.changed = threading.Event()  # set when the status must be posted now (device capacity changed)
 
     def object(self) -> dict:
         n, d = self.node, self.defn
@@ -133,15 +136,24 @@ class NodeManager(threading.Thread):
             except Exception as e:  # noqa: BLE001 - the apiserver may still be starting
                 log.warning("node %s: registration failed: %s", self.node.name, e)
                 self.agent.stopping.wait(1)
-        last_status = time.monotonic()
-        while not self.agent.stopping.wait(RENEW_EVERY):
+        last_lease = last_status = time.monotonic()
+        while not self.agent.stopping.is_set():
+            self.changed.wait(max(0.0, min(last_lease + RENEW_EVERY, last_status + STATUS_EVERY) - time.monotonic()))
+            if self.agent.stopping.is_set():
+                break
             try:
-                self.renew_lease()
-                if time.monotonic() - last_status >= STATUS_EVERY:
+                now = time.monotonic()
+                if now - last_lease >= RENEW_EVERY:
+                    self.renew_lease()
+                    last_lease = now
+                if self.changed.is_set() or now - last_status >= STATUS_EVERY:
+                    self.changed.clear()
                     self.post_status()
-                    last_status = time.monotonic()
+                    last_status = now
             except Exception as e:  # noqa: BLE001 - keep beating; re-register if the Node was deleted
                 log.warning("node %s: heartbeat failed: %s", self.node.name, e)
+                self.changed.set()  # post the status again once the apiserver answers
+                self.agent.stopping.wait(1)
                 try:
                     if self.kube.get_or_none(f"/api/v1/nodes/{self.node.name}") is None:
                         self.register()

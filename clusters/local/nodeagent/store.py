@@ -1,7 +1,7 @@
 """State that survives an agent restart: one JSON record per Pod, plus small agent-wide tables.
 
-Layout under `<state>/nodeagent/`: `pods/<uid>.json` (sandbox, processes, container states), `ipam.json`,
-`devices.json`. Writes are atomic (temp file + rename), so a killed agent never leaves half a record.
+Layout under `<state>/nodeagent/`: `pods/<uid>.json` (sandbox, processes, container states), `ipam.json`.
+(Device allocations are kept by the device managers, `<state>/device-plugins/<node>/allocations.json`.) Writes are atomic (temp file + rename), so a killed agent never leaves half a record.
 """
 from __future__ import annotations
 
