@@ -132,23 +132,87 @@ def test_token_refresh_rule():
     assert volumes.Tokens.needs_refresh(0, 10 * 86400, 86401)
 
 
-def test_gpu_allocation_never_twice(tmp_path):
-    from clusters.local import definition
-    from clusters.local.nodeagent.store import Store
-    defn = definition.load("local-gpu")
-    store = Store(tmp_path)
-    g = devices.StaticGPUs(defn, store)
+def _wait(pred, timeout=20.0, what="condition"):
+    import time
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
 
-    def ids(env):
-        return env["NVIDIA_VISIBLE_DEVICES"].split(",")
-    a = ids(g.allocate("rc-gpu-1", "pod1", "c", 2))
-    b = ids(g.allocate("rc-gpu-1", "pod2", "c", 2))
-    assert len(set(a + b)) == 4 and a == ids(g.allocate("rc-gpu-1", "pod1", "c", 2))
-    with pytest.raises(devices.AdmissionError):
-        g.allocate("rc-gpu-1", "pod3", "c", 1)
-    g.release("pod1")
-    assert ids(devices.StaticGPUs(defn, store).allocate("rc-gpu-1", "pod3", "c", 2)) == a  # persisted
-    assert g.capacity("rc-gpu-1") == 4 and g.capacity("rc-node-1") == 0
+
+@pytest.fixture
+def gpu_state():
+    """A short state dir (unix socket paths hold 107 bytes); plugin processes left by a failing test are stopped."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from clusters.local import procs
+    d = Path(tempfile.mkdtemp(prefix="na-", dir="/tmp"))
+    yield d
+    for f in (d / "pids").glob("*.pid"):
+        procs.stop(d, f.stem, grace=5)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_gpus_come_from_the_fake_device_plugin(gpu_state):
+    from clusters.local import definition, procs
+    defn = definition.load("local-gpu")
+    changed = []
+    g = devices.PluginDevices(defn, gpu_state, on_change=changed.append, restart_backoff=0.5)
+    assert g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 0} and g.capacity("rc-node-1") == {}
+    g.start()
+    try:
+        assert g.wait_registered(20) == []
+        _wait(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="4 GPUs from the plugin")
+        assert "rc-gpu-1" in changed
+        pid = g.plugin_pid("rc-gpu-1")
+        assert pid and (gpu_state / "device-plugins" / "rc-gpu-1" / "kubelet.sock").is_socket()
+
+        def ids(env):
+            return env["NVIDIA_VISIBLE_DEVICES"].split(",")
+        a = ids(g.allocate("rc-gpu-1", "pod1", "c", 2))
+        b = ids(g.allocate("rc-gpu-1", "pod2", "c", 2))
+        assert len(set(a + b)) == 4 and all(d.startswith("GPU-fake-rc-gpu-1-") for d in a + b)
+        assert ids(g.allocate("rc-gpu-1", "pod1", "c", 2)) == a  # asking again: the same devices
+        with pytest.raises(devices.AdmissionError, match="Requested: 1, Available: 0"):
+            g.allocate("rc-gpu-1", "pod3", "c", 1)
+        with pytest.raises(devices.AdmissionError, match="no device plugin"):
+            g.allocate("rc-node-1", "pod3", "c", 1)
+        g.release("pod1")
+        assert ids(g.allocate("rc-gpu-1", "pod3", "c", 2)) == a
+        g.retain("rc-gpu-1", ["pod3"])  # pod2 was deleted while nobody watched
+        assert g.allocated("rc-gpu-1", "pod2") == {} and g.allocated("rc-gpu-1", "pod3") == {"c": {
+            "nvidia.com/gpu": a}}
+
+        # the plugin dies: no healthy devices; it is started again and registers again
+        procs.stop_pid(pid, grace=5)
+        _wait(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 0}, what="capacity 0 without the plugin")
+        _wait(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="the restarted plugin's 4 GPUs")
+        assert g.plugin_pid("rc-gpu-1") not in (None, pid)
+    except BaseException:
+        g.stop()
+        raise
+
+    # an agent crash: the plugin lives on; a new agent adopts it, it registers again, allocations survive
+    pid = g.plugin_pid("rc-gpu-1")
+    g._stop.set()  # the agent's threads and sockets go away, the plugin process does not
+    g._supervisor.join()
+    for m in g.managers.values():
+        m.stop()
+    g2 = devices.PluginDevices(defn, gpu_state)
+    g2.start()
+    try:
+        assert g2.plugin_pid("rc-gpu-1") == pid
+        _wait(lambda: g2.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="the adopted plugin to register")
+        with pytest.raises(devices.AdmissionError):
+            g2.allocate("rc-gpu-1", "pod4", "c", 3)
+        assert set(ids(g2.allocate("rc-gpu-1", "pod4", "c", 2))) == set(b)
+    finally:
+        g2.stop()
+    assert not procs.alive(pid)
+    assert [p.name for p in (gpu_state / "device-plugins" / "rc-gpu-1").iterdir() if p.is_socket()] == []
 
 
 def test_image_rules_and_on_demand_ray_venv(tmp_path, monkeypatch):
