@@ -63,12 +63,16 @@ class ClusterDefinition:
 KNOWN_RUNTIMES = {"ray", "host", "kuberay", "tool"}
 
 
-def resolve(name_or_path: str) -> Path:
-    """A definition name (`local-cpu`) or a path to a YAML file."""
+def resolve_named(name_or_path: str, directory: Path) -> Path:
+    """A name (`local-cpu`, looked up as <directory>/<name>.yaml) or a path to a YAML file."""
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or p.exists():
         return p
-    return CLUSTERS_DIR / f"{name_or_path}.yaml"
+    return directory / f"{name_or_path}.yaml"
+
+
+def resolve(name_or_path: str) -> Path:
+    return resolve_named(name_or_path, CLUSTERS_DIR)
 
 
 def load(name_or_path: str) -> ClusterDefinition:
