@@ -107,7 +107,7 @@ CASES = [
          samples={"raycluster-autoscaler": _set(["spec", "enableInTreeAutoscaling"], False)}),
     Case("job_runs_to_completion_and_cluster_is_removed", "shutdownAfterJobFinishes",
          samples={"rayjob-basic": _set(["spec", "shutdownAfterJobFinishes"], False)}),
-    Case("new_submitter_attaches_to_running_job[pod-deletion]", "must run once",
+    Case("new_submitter_attaches_to_running_job[pod-deletion]", "submitter",
          samples={"rayjob-basic": _set(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}),
     Case("new_cluster_upgrade_drops_no_request", "must not fail requests", saboteur=kill_active_head_during_upgrade),
 ]
