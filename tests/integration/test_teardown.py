@@ -56,12 +56,15 @@ def test_teardown_after_a_normal_run(beds):
     assert not Path("/data/x").exists()
 
 
-def test_teardown_after_a_crash_that_lost_the_state_dir():
-    bed = TestBed(definition.load("local-cpu"))
+@pytest.mark.parametrize("cluster", ["local-cpu", "local-gpu"])
+def test_teardown_after_a_crash_that_lost_the_state_dir(cluster):
+    bed = TestBed(definition.load(cluster))
     bed.up()
     try:
         c = Cluster(bed)
         start_pods(c)
+        plugins = [int(f.read_text()) for f in (bed.state / "pids").glob("deviceplugin-*.pid")]
+        assert len(plugins) == (cluster == "local-gpu"), plugins
         # crash: the agent and kube-proxy die without cleaning up, and the state dir is lost
         for name in ("nodeagent", "kube-proxy"):
             pid = int((bed.state / "pids" / f"{name}.pid").read_text())
@@ -69,6 +72,8 @@ def test_teardown_after_a_crash_that_lost_the_state_dir():
             procs.stop_pid(pid, grace=5)
         shutil.rmtree(bed.state)
         assert nodes.leftovers(), "Pods are still running after the crash"
+        assert all(f"process {p}" in nodes.leftovers() for p in plugins), "the device plugin outlives the crash"
     finally:
         bed.down()
     assert everything_left() == []
+    assert not any(procs.alive(p) for p in plugins)
