@@ -57,15 +57,6 @@ def redis_dbsize(k8s, namespace: str, timeout: float) -> int:
     return int(out.split()[-1])
 
 
-@pytest.fixture
-def redis(k8s, namespace, timeouts):
-    ray.create_objects(k8s, namespace, ray.load_sample("redis"))
-    apps = client.AppsV1Api(k8s)
-    wait_for(lambda: ((apps.read_namespaced_deployment("redis", namespace).status.ready_replicas or 0) >= 1, True),
-             timeouts.medium, "the Redis Deployment to be ready",
-             observe=lambda: apps.read_namespaced_deployment("redis", namespace).status)
-
-
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
 def test_detached_actor_survives_head_pod_deletion(k8s, namespace, ray_version, timeouts, redis):
     body = ray.sample("raycluster-gcs-ft", ray_version)

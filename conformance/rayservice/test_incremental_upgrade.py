@@ -46,7 +46,7 @@ def traffic(obj: dict, side: str) -> tuple[int | None, int | None, str | None]:
 
 @pytest.mark.feature("RayServiceIncrementalUpgrade")
 def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, timeouts, gateway_class,
-                                                  record_property):
+                                                  measure):
     docs = incremental_service(ray_version, gateway_class.class_name)
     ray.create_objects(k8s, namespace, docs)
     rs = ray.RayResources(k8s, namespace, "RayService")
@@ -81,8 +81,8 @@ def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, t
     wait_for(lambda: ((s := gen.stats()) is not None and any(new in a for a in s["answers"]), s), timeouts.medium,
              f"answers from the new cluster {new} through the Gateway", observe=gen.stats)
     stats = gen.stop()
-    record_traffic(record_property, stats)
-    record_property("incremental.steps", [list(map(str, t)) for t in seen])
+    record_traffic(measure, stats)
+    measure("incremental.steps", [list(map(str, t)) for t in seen])
 
     routed = [t[0] for t in seen if t[0] is not None]
     assert routed == sorted(routed), f"traffic to the new cluster must only grow: {routed}"

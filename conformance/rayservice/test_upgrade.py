@@ -8,7 +8,7 @@ from fixtures import ray
 from fixtures.traffic import LoadGenerator, summary
 from fixtures.waiting import wait_for
 
-from .helpers import active_cluster, describe, pending_cluster, serve_service
+from .helpers import active_cluster, describe, is_ready, pending_cluster, serve_service
 from .test_ready import deploy
 
 
@@ -28,7 +28,12 @@ def trigger_upgrade(rs: ray.RayResources, obj: dict, marker: str) -> None:
     rs.patch(obj["metadata"]["name"], {"spec": {"rayClusterConfig": spec, "rayClusterDeletionDelaySeconds": 5}})
 
 
-def wait_switched(k8s, namespace, rs, name, old_cluster, gen, timeouts) -> str:
+def elapsed(gen: LoadGenerator) -> float | None:
+    """The load generator's clock (seconds since it started), to place events among its failures."""
+    return (gen.stats() or {}).get("elapsed")
+
+
+def wait_switched(k8s, namespace, rs, name, old_cluster, gen, timeouts, measure=None) -> str:
     def switched():
         o = rs.get(name)
         new = active_cluster(o)
@@ -36,43 +41,50 @@ def wait_switched(k8s, namespace, rs, name, old_cluster, gen, timeouts) -> str:
 
     new = wait_for(switched, timeouts.long, f"traffic to switch from {old_cluster} to a new RayCluster",
                    observe=lambda: f"{describe(rs.get(name))}; traffic: {summary(gen.stats())}")
+    if measure:
+        measure("upgrade.switched_at_s", elapsed(gen))
     clusters = ray.RayResources(k8s, namespace, "RayCluster")
     wait_for(lambda: (clusters.get(old_cluster) is None, True), timeouts.medium,
              f"the old RayCluster {old_cluster} to be deleted",
              observe=lambda: [c["metadata"]["name"] for c in clusters.list()])
+    if measure:
+        measure("upgrade.old_cluster_deleted_at_s", elapsed(gen))
     wait_for(lambda: ((s := gen.stats()) is not None and any(new in a for a in s["answers"]), s), timeouts.medium,
              f"answers from the new cluster {new}", observe=gen.stats)
     return new
 
 
-def record_traffic(record_property, stats: dict | None) -> None:
-    for k in ("requests", "failures", "p50_ms", "p95_ms", "p99_ms", "max_ms", "first_failure_s", "last_failure_s"):
-        record_property(f"traffic.{k}", (stats or {}).get(k))
+def record_traffic(measure, stats: dict | None) -> None:
+    for k in ("requests", "failures", "retries", "warmup_failures", "p50_ms", "p95_ms", "p99_ms", "max_ms",
+              "first_failure_s", "last_failure_s", "failure_log"):
+        measure(f"traffic.{k}", (stats or {}).get(k))
 
 
 @pytest.mark.feature("RayServiceZeroDowntimeUpgrade")
-def test_new_cluster_upgrade_drops_no_request(k8s, namespace, ray_version, timeouts, record_property):
+def test_new_cluster_upgrade_drops_no_request(k8s, namespace, ray_version, timeouts, measure):
     rs, obj = deploy(k8s, namespace, ray_version, timeouts)
     name, old = obj["metadata"]["name"], active_cluster(obj)
     gen = start_traffic(k8s, namespace, obj, timeouts)
 
+    measure("upgrade.started_at_s", elapsed(gen))
     trigger_upgrade(rs, obj, "1")
     wait_for(lambda: (pending_cluster(rs.get(name)) is not None or active_cluster(rs.get(name)) != old, True),
              timeouts.medium, "a pending RayCluster for the upgrade", observe=lambda: describe(rs.get(name)))
-    wait_switched(k8s, namespace, rs, name, old, gen, timeouts)
+    wait_switched(k8s, namespace, rs, name, old, gen, timeouts, measure)
     stats = gen.stop()
-    record_traffic(record_property, stats)
+    record_traffic(measure, stats)
     assert stats and stats["requests"] > 0, "the load generator sent no requests"
     assert stats["failures"] == 0, f"a zero-downtime upgrade must not fail requests: {summary(stats)}"
 
 
 @pytest.mark.feature("RayServiceHeadFailureDuringUpgrade")
-def test_pending_head_failure_does_not_break_upgrade(k8s, namespace, ray_version, timeouts, record_property):
+def test_pending_head_failure_does_not_break_upgrade(k8s, namespace, ray_version, timeouts, measure):
     rs, obj = deploy(k8s, namespace, ray_version, timeouts)
     name, old = obj["metadata"]["name"], active_cluster(obj)
     gen = start_traffic(k8s, namespace, obj, timeouts)
     core = client.CoreV1Api(k8s)
 
+    measure("upgrade.started_at_s", elapsed(gen))
     trigger_upgrade(rs, obj, "head-failure")
     pending = wait_for(lambda: ((p := pending_cluster(rs.get(name))) is not None, p), timeouts.medium,
                        "a pending RayCluster", observe=lambda: describe(rs.get(name)))
@@ -83,10 +95,61 @@ def test_pending_head_failure_does_not_break_upgrade(k8s, namespace, ray_version
 
     head = wait_for(pending_head, timeouts.medium, f"the pending cluster {pending}'s head Pod",
                     observe=lambda: describe(rs.get(name)))
+    measure("upgrade.pending_head_killed_at_s", elapsed(gen))
     core.delete_namespaced_pod(head.metadata.name, namespace, grace_period_seconds=0)
 
-    wait_switched(k8s, namespace, rs, name, old, gen, timeouts)
+    wait_switched(k8s, namespace, rs, name, old, gen, timeouts, measure)
     stats = gen.stop()
-    record_traffic(record_property, stats)
+    record_traffic(measure, stats)
     # The pending cluster serves no traffic before the switch, so its head failing must cost no request.
     assert stats["failures"] == 0, f"losing the pending head during an upgrade must not fail requests: {summary(stats)}"
+
+
+# With GCS fault tolerance and the head out of the serve Service, losing the active head should cost no request;
+# the requirement allows a short window while the worker's Serve proxy notices the restarted GCS.
+ACTIVE_HEAD_FAILURE_WINDOW_S = 30
+
+
+@pytest.mark.feature("RayServiceHeadFailureDuringUpgrade", "RayClusterGCSFaultTolerance")
+def test_active_head_failure_with_gcs_ft_does_not_break_upgrade(k8s, namespace, ray_version, timeouts, redis,
+                                                                measure):
+    greeter = ray.load_sample("rayservice-greeter", ray_version)
+    docs = [d for d in greeter if d["kind"] == "ConfigMap"] + ray.load_sample("rayservice-greeter-ft", ray_version)
+    ray.create_objects(k8s, namespace, docs)
+    rs = ray.RayResources(k8s, namespace, "RayService")
+    name = docs[-1]["metadata"]["name"]
+    obj = wait_for(lambda: (is_ready(o := rs.get(name)), o), timeouts.long, f"RayService {name} Ready=True",
+                   observe=lambda: describe(rs.get(name)))
+    old = active_cluster(obj)
+    gen = start_traffic(k8s, namespace, obj, timeouts)
+    core = client.CoreV1Api(k8s)
+
+    measure("upgrade.started_at_s", elapsed(gen))
+    trigger_upgrade(rs, obj, "active-head-failure")
+    wait_for(lambda: (pending_cluster(rs.get(name)) is not None, True), timeouts.medium, "a pending RayCluster",
+             observe=lambda: describe(rs.get(name)))
+    heads = core.list_namespaced_pod(namespace, label_selector=f"ray.io/cluster={old},ray.io/node-type=head").items
+    assert heads, f"the active cluster {old} has no head Pod"
+    killed_at = elapsed(gen)
+    measure("upgrade.active_head_killed_at_s", killed_at)
+    core.delete_namespaced_pod(heads[0].metadata.name, namespace, grace_period_seconds=0)
+
+    wait_switched(k8s, namespace, rs, name, old, gen, timeouts, measure)
+    stats = gen.stop()
+    record_traffic(measure, stats)
+    window = round(stats["last_failure_s"] - killed_at, 1) if stats["failures"] else 0.0
+    measure("traffic.failure_window_s", window)
+    # Delete while the namespace still accepts the operator's Redis cleanup Jobs (the clusters' finalizers wait).
+    delete_service(k8s, namespace, rs, name, timeouts)
+    assert stats["first_failure_s"] is None or stats["first_failure_s"] >= killed_at - 1, \
+        f"requests failed before the active head was killed (at {killed_at}s): {summary(stats)}"
+    assert window <= ACTIVE_HEAD_FAILURE_WINDOW_S, \
+        (f"requests may fail for at most {ACTIVE_HEAD_FAILURE_WINDOW_S}s after the active head is lost; the last "
+         f"failure came {window}s after it: {summary(stats)}")
+
+
+def delete_service(k8s, namespace, rs, name, timeouts) -> None:
+    rs.delete(name)
+    clusters = ray.RayResources(k8s, namespace, "RayCluster")
+    wait_for(lambda: (not clusters.list(), True), timeouts.long, f"RayService {name}'s RayClusters to be deleted",
+             observe=lambda: [(c["metadata"]["name"], c["metadata"].get("finalizers")) for c in clusters.list()])

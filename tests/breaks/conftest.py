@@ -1,4 +1,5 @@
-"""One local test bed for all deliberate-break runs (they install and remove the operator themselves)."""
+"""One local test bed for all deliberate-break runs (they install and remove the operator themselves); the
+local-gpu cluster, so the GPU test has a GPU node to break on."""
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ def bed_kubeconfig():
     from clusters.local.testbed import TestBed
 
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
-    bed = TestBed(definition.load("local-cpu"))
+    bed = TestBed(definition.load("local-gpu"))
     r = bed.up()
     try:
         yield r.kubeconfig

@@ -20,6 +20,7 @@ import yaml
 from kubernetes import client, config
 
 from fixtures import ray
+from fixtures.namespaces import RUN_LABEL
 
 pytestmark = [pytest.mark.integration, pytest.mark.breaks]
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,16 +49,37 @@ def _until(stop: threading.Event, probe: Callable[[], bool], period: float = 1.0
     return False
 
 
-def scale_operator_to_zero_after_provisioned(api: client.ApiClient, stop: threading.Event) -> None:
-    co, apps = client.CustomObjectsApi(api), client.AppsV1Api(api)
+def _stop_operator(api: client.ApiClient) -> None:
+    client.AppsV1Api(api).patch_namespaced_deployment_scale("kuberay-operator", "ray-system", {"spec": {"replicas": 0}})
 
-    def provisioned():
-        items = co.list_cluster_custom_object("ray.io", "v1", "rayclusters")["items"]
-        return any(ray.condition(o, "RayClusterProvisioned") and
-                   ray.condition(o, "RayClusterProvisioned")["status"] == "True" for o in items)
 
-    if _until(stop, provisioned):
-        apps.patch_namespaced_deployment_scale("kuberay-operator", "ray-system", {"spec": {"replicas": 0}})
+def _any(plural: str, pred: Callable[[dict], bool]) -> Callable[[client.ApiClient], bool]:
+    return lambda api: any(pred(o) for o in
+                           client.CustomObjectsApi(api).list_cluster_custom_object("ray.io", "v1", plural)["items"])
+
+
+def _true(obj: dict, ctype: str) -> bool:
+    c = ray.condition(obj, ctype)
+    return bool(c) and c["status"] == "True"
+
+
+def test_started(api: client.ApiClient) -> bool:
+    """The test's namespace exists (so the operator was installed and found Available before)."""
+    return bool(client.CoreV1Api(api).list_namespace(label_selector=RUN_LABEL).items)
+
+
+def stop_operator_when(probe: Callable[[client.ApiClient], bool]):
+    """A saboteur: scale the operator to zero once `probe` holds."""
+    def saboteur(api: client.ApiClient, stop: threading.Event) -> None:
+        if _until(stop, lambda: probe(api), 0.5):
+            _stop_operator(api)
+    return saboteur
+
+
+provisioned = _any("rayclusters", lambda o: _true(o, "RayClusterProvisioned"))
+service_ready = _any("rayservices", lambda o: _true(o, "Ready"))
+upgrade_pending = _any("rayservices", lambda o: bool(((o.get("status") or {}).get("pendingServiceStatus") or {})
+                                                     .get("rayClusterName")))
 
 
 def kill_active_head_during_upgrade(api: client.ApiClient, stop: threading.Event) -> None:
@@ -77,9 +99,9 @@ def kill_active_head_during_upgrade(api: client.ApiClient, stop: threading.Event
                                               grace_period_seconds=0)
 
 
-def _set(path: list, value):
+def _set(path: list, value, kind: tuple = ("RayCluster", "RayJob", "RayService")):
     def mutate(docs: list[dict]) -> None:
-        node = next(d for d in docs if d["kind"] in ("RayCluster", "RayJob", "RayService"))
+        node = next(d for d in docs if d["kind"] in kind)
         for k in path[:-1]:
             node = node[k]
         if value is None:
@@ -99,17 +121,29 @@ RESUBMITTING_SUBMITTER = {"spec": {"restartPolicy": "Never", "containers": [{
 CASES = [
     Case("head_and_workers_provisioned", "RayClusterProvisioned=True", gates={"RayClusterStatusConditions": False}),
     Case("suspend_and_resume", "provisioned", gates={"RayClusterStatusConditions": False}),
-    Case("manual_scale_up_and_down", "scale up to 2", saboteur=scale_operator_to_zero_after_provisioned),
+    Case("manual_scale_up_and_down", "scale up to 2", saboteur=stop_operator_when(provisioned)),
     Case("delete_cleans_redis_and_removes_cluster", "DBSIZE", env={"ENABLE_GCS_FT_REDIS_CLEANUP": "false"}),
     Case("detached_actor_survives_head_pod_deletion", "keep its state",
          samples={"raycluster-gcs-ft": _set(["spec", "gcsFaultToleranceOptions"], None)}),
+    Case("invalid_configuration_gets_warning_event", "Warning event", saboteur=stop_operator_when(test_started)),
+    Case("demand_scales_workers_up_and_idle_down[v1]", "autoscaler",
+         samples={"raycluster-autoscaler": _set(["spec", "enableInTreeAutoscaling"], False)}),
     Case("demand_scales_workers_up_and_idle_down[v2]", "autoscaler",
          samples={"raycluster-autoscaler": _set(["spec", "enableInTreeAutoscaling"], False)}),
+    # as if the operator did not derive `--num-gpus` from the container's nvidia.com/gpu limit
+    Case("gpu_worker_group_gets_a_gpu", "must count the worker's GPU",
+         samples={"raycluster-gpu": _set(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-gpus"], "0")}),
     Case("job_runs_to_completion_and_cluster_is_removed", "shutdownAfterJobFinishes",
          samples={"rayjob-basic": _set(["spec", "shutdownAfterJobFinishes"], False)}),
     Case("new_submitter_attaches_to_running_job[pod-deletion]", "submitter",
          samples={"rayjob-basic": _set(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}),
+    Case("serve_app_answers_through_serve_service", "Ready=True", saboteur=stop_operator_when(test_started)),
+    Case("serve_config_change_applies_in_place", "answer", saboteur=stop_operator_when(service_ready)),
     Case("new_cluster_upgrade_drops_no_request", "must not fail requests", saboteur=kill_active_head_during_upgrade),
+    Case("pending_head_failure_does_not_break_upgrade", "switch", saboteur=stop_operator_when(upgrade_pending)),
+    Case("active_head_failure_with_gcs_ft_does_not_break_upgrade", "at most",
+         samples={"rayservice-greeter-ft": _set(["spec", "rayClusterConfig", "gcsFaultToleranceOptions"], None)}),
+    Case("traffic_shifts_in_steps_without_failures", "Ready=True", gates={"RayServiceIncrementalUpgrade": False}),
 ]
 
 
