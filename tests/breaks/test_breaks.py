@@ -6,9 +6,6 @@ to zero). Slow (every case waits out a scaled timeout), so they run with `make t
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -21,10 +18,10 @@ from kubernetes import client, config
 
 from fixtures import ray
 from fixtures.namespaces import RUN_LABEL
+from tests.suiterun import derive_profile, run_suite
 
 pytestmark = [pytest.mark.integration, pytest.mark.breaks]
-ROOT = Path(__file__).resolve().parents[2]
-BASE_PROFILE = ROOT / "profiles" / "kuberay-v1.6.1.yaml"
+BASE_PROFILE = "kuberay-v1.6.1"
 
 
 @dataclass
@@ -147,17 +144,6 @@ CASES = [
 ]
 
 
-def _profile(tmp: Path, case: Case) -> Path:
-    p = yaml.safe_load(BASE_PROFILE.read_text())
-    p["name"] = f"kuberay-v1.6.1-broken-{abs(hash(case.test)) % 10**6}"
-    p["featureGates"] = {**p["featureGates"], **case.gates}
-    for prov in p["install"].values():
-        prov["env"] = {**prov.get("env", {}), **case.env}
-    out = tmp / f"{p['name']}.yaml"
-    out.write_text(yaml.safe_dump(p, sort_keys=False))
-    return out
-
-
 def _samples(tmp: Path, case: Case) -> Path:
     d = tmp / "samples"
     d.mkdir(exist_ok=True)
@@ -170,25 +156,22 @@ def _samples(tmp: Path, case: Case) -> Path:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.test for c in CASES])
 def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, bed_kubeconfig):
-    env = {**os.environ, "KUBECONFIG": str(bed_kubeconfig), ray.OVERRIDE_ENV: str(_samples(tmp_path, case))}
-    argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", "--provider", "existing",
-            "--operator-profile", str(_profile(tmp_path, case)), "--run-test", case.test,
-            "--timeout-scale", str(case.timeout_scale), "--report-dir", str(tmp_path / "reports"), "--run-id", "break"]
+    profile = derive_profile(tmp_path, BASE_PROFILE, f"{BASE_PROFILE}-broken-{abs(hash(case.test)) % 10**6}",
+                             gates=case.gates, env=case.env)
     stop = threading.Event()
     saboteur = None
     if case.saboteur:
         saboteur = threading.Thread(target=case.saboteur, args=(config.new_client_from_config(str(bed_kubeconfig)), stop))
         saboteur.start()
     try:
-        r = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+        run = run_suite(bed_kubeconfig, profile, case.test, tmp_path / "reports", timeout_scale=case.timeout_scale,
+                        samples=_samples(tmp_path, case))
     finally:
         stop.set()
         if saboteur:
             saboteur.join(30)
-    junit = tmp_path / "reports" / "break" / "junit.xml"
-    assert junit.is_file(), f"no junit report; pytest said:\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}"
-    cases = [tc for tc in ET.parse(junit).getroot().iter("testcase") if case.test.split("[")[0] in tc.get("name", "")]
-    assert cases, f"{case.test} did not run:\n{r.stdout[-3000:]}"
+    cases = run.testcases(case.test)
+    assert cases, f"{case.test} did not run:\n{run.output}"
     failures = [f for tc in cases for f in tc.findall("failure")]
     errors = [f for tc in cases for f in tc.findall("error")]
     assert failures and not errors, \

@@ -72,8 +72,8 @@ def test_suspend(cluster):
 
 
 @pytest.mark.feature("RayJobK8sJobMode")
-def test_job(cluster):
-    pass
+def test_job(cluster, measure):
+    measure("traffic.requests", 42)
 
 
 @pytest.mark.parametrize("v", [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),

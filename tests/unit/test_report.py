@@ -27,10 +27,11 @@ def check_sample_report(data: dict) -> None:
     validate(data)
     rc, rj, rs = profile(data, "RayCluster"), profile(data, "RayJob"), profile(data, "RayService")
     assert rc["core"] == {"result": "success", "statistics": {"passed": 1, "failed": 0, "skipped": 0},
-                          "failedTests": [], "skippedTests": []}
+                          "failedTests": [], "failedFeatures": [], "skippedTests": []}
     assert rc["extended"]["result"] == "failure"
     assert rc["extended"]["statistics"] == {"passed": 1, "failed": 1, "skipped": 1}
     assert rc["extended"]["failedTests"] == ["suspend"] and rc["extended"]["skippedTests"] == ["autoscaler[v2]"]
+    assert rc["extended"]["failedFeatures"] == ["RayClusterSuspend"]
     assert "RayClusterGPUWorkerGroups" in rc["extended"]["supportedFeatures"]
     assert rc["extended"]["unsupportedFeatures"] == []
     assert rj["core"]["result"] == "success" and rj["extended"]["statistics"]["passed"] == 0
@@ -38,6 +39,7 @@ def check_sample_report(data: dict) -> None:
     tests = {t["name"]: t for t in data["tests"]}
     assert set(tests) == {"provisioning", "suspend", "job", "autoscaler[v1]", "autoscaler[v2]"}
     assert tests["provisioning"]["durationSeconds"] >= 0.05
+    assert tests["job"]["measurements"] == {"traffic.requests": 42} and "measurements" not in tests["suspend"]
     assert tests["provisioning"]["features"] == ["RayClusterProvisioning"]
     assert tests["suspend"]["outcome"] == "failed" and tests["autoscaler[v2]"]["outcome"] == "skipped"
     assert tests["autoscaler[v2]"]["reason"] == "skipped by --skip-tests"
@@ -58,6 +60,7 @@ def test_report_contents(suite):
     assert data["operator"]["profile"] == "kuberay-v1.6.1"
     assert suite.provider_calls() == ["up", "down"]
     result.stdout.fnmatch_lines(["*conformance report: *reports/unit/conformance-report.yaml",
+                                 "feature RayClusterSuspend FAILED in suspend (claimed by --all-features)",
                                  "*warning: could not read the cluster's version and nodes*"])
 
 

@@ -1,0 +1,72 @@
+"""Running the real conformance suite from the project's own tests: `pytest conformance --provider existing`
+against a test bed's kubeconfig, with a (possibly derived) operator profile, and reading back what it wrote
+(junit.xml, conformance-report.yaml, the rendered operator manifests)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from fixtures import ray
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = ROOT / "profiles"
+RUN_ID = "suiterun"
+
+
+@dataclass
+class SuiteRun:
+    proc: subprocess.CompletedProcess
+    run_dir: Path
+
+    @property
+    def output(self) -> str:
+        return f"{self.proc.stdout[-4000:]}\n{self.proc.stderr[-2000:]}"
+
+    def testcases(self, test: str) -> list[ET.Element]:
+        junit = self.run_dir / "junit.xml"
+        assert junit.is_file(), f"no junit report; pytest said:\n{self.output}"
+        return [tc for tc in ET.parse(junit).getroot().iter("testcase") if test.split("[")[0] in tc.get("name", "")]
+
+    def report(self) -> dict:
+        path = self.run_dir / "conformance-report.yaml"
+        assert path.is_file(), f"no conformance report; pytest said:\n{self.output}"
+        return yaml.safe_load(path.read_text())
+
+    def operator_objects(self) -> list[dict]:
+        """The operator's objects as the run rendered and installed them."""
+        path = self.run_dir / "operator-install.yaml"
+        assert path.is_file(), f"the run installed no operator; pytest said:\n{self.output}"
+        return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def derive_profile(tmp: Path, base: str, name: str, *, gates: dict | None = None, env: dict | None = None,
+                   features: list[str] | None = None) -> Path:
+    """A copy of profiles/<base>.yaml with other feature gates, operator env or claimed features."""
+    p = yaml.safe_load((PROFILES / f"{base}.yaml").read_text())
+    p["name"] = name
+    p["featureGates"] = {**p.get("featureGates", {}), **(gates or {})}
+    for prov in p["install"].values():
+        prov["env"] = {**prov.get("env", {}), **(env or {})}
+    if features is not None:
+        p["features"] = features
+    out = tmp / f"{name}.yaml"
+    out.write_text(yaml.safe_dump(p, sort_keys=False))
+    return out
+
+
+def run_suite(kubeconfig: Path, profile: str | Path, test: str, out: Path, *, timeout_scale: float = 1.0,
+              samples: Path | None = None, timeout: float = 1800) -> SuiteRun:
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    if samples:
+        env[ray.OVERRIDE_ENV] = str(samples)
+    argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", "--provider", "existing",
+            "--operator-profile", str(profile), "--run-test", test, "--timeout-scale", str(timeout_scale),
+            "--report-dir", str(out), "--run-id", RUN_ID]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    return SuiteRun(proc, out / RUN_ID)
