@@ -12,6 +12,11 @@ command -v go >/dev/null || { echo "build-tools: 'go' not found on PATH; install
 
 stamp() { date +%s; }
 report() { echo "build-tools: $1 built in $(( $(stamp) - $2 ))s -> $3"; }
+# wrapper_module NAME MODULE@VERSION: `go mod init` a wrapper module here; print the path of upstream's go.mod
+wrapper_module() {
+  go mod init "rayconformance.local/$1" >/dev/null 2>&1
+  go list -m -json "$2" | python3 -c 'import json,sys;print(json.load(sys.stdin)["GoMod"])'
+}
 
 build_etcd() {
   local dir=$CACHE/etcd-$ETCD_VERSION
@@ -35,8 +40,7 @@ build_kubernetes() {
   local S=v0.${K#v1.} minor; minor=$(echo "$K" | cut -d. -f2)
   mkdir -p "$dir/src" && cd "$dir/src"
   if [ ! -f go.mod ]; then
-    go mod init rayconformance.local/k8sbin >/dev/null 2>&1
-    local gomod; gomod=$(go list -m -json "k8s.io/kubernetes@$K" | python3 -c 'import json,sys;print(json.load(sys.stdin)["GoMod"])')
+    local gomod; gomod=$(wrapper_module k8sbin "k8s.io/kubernetes@$K")
     # every staging module upstream replaces with ./staging/... maps to its published twin
     grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging' "$gomod" | awk '{print $1}' |
       while read -r m; do go mod edit -replace "$m=$m@$S"; done
@@ -84,8 +88,7 @@ build_traefik() {
   echo "build-tools: building traefik $TRAEFIK_VERSION"; local t=$(stamp)
   mkdir -p "$dir/src" && cd "$dir/src"
   if [ ! -f go.mod ]; then
-    go mod init rayconformance.local/traefikbin >/dev/null 2>&1
-    local gomod; gomod=$(go list -m -json "github.com/traefik/traefik/v3@$TRAEFIK_VERSION" | python3 -c 'import json,sys;print(json.load(sys.stdin)["GoMod"])')
+    local gomod; gomod=$(wrapper_module traefikbin "github.com/traefik/traefik/v3@$TRAEFIK_VERSION")
     # upstream's module-to-module replaces (forks), taken from its go.mod; local-path replaces are not allowed
     grep -oE '^\s*[^ /]+\.[a-z]+/[^ ]+ => [^ .][^ ]+ v[^ ]+' "$gomod" | awk '{print $1"="$3"@"$4}' |
       while read -r r; do go mod edit -replace "$r"; done

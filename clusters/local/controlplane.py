@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import socket
 import ssl
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -62,18 +61,14 @@ def _get(url: str, ctx: ssl.SSLContext | None, timeout: float = 2.0) -> tuple[in
 
 
 def wait_healthy(state: Path, name: str, url: str, ctx: ssl.SSLContext | None, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
-        if not procs.running(state, name):
-            tail = (state / "logs" / f"{name}.log").read_text(errors="replace").strip().splitlines()[-5:]
-            raise ControlPlaneError(f"{name} exited during start-up; last log lines: {' | '.join(tail)}")
+    def probe():
         code, body = _get(url, ctx)
-        if code == 200:
-            return
-        last = f"HTTP {code}: {body.strip()[:200]}"
-        time.sleep(0.25)
-    raise ControlPlaneError(f"{name} not healthy at {url} after {timeout:.0f}s ({last}); see {state}/logs/{name}.log")
+        return code == 200, f"HTTP {code}: {body.strip()[:200]}"
+
+    last = procs.wait_started(state, name, probe, timeout, 0.25, ControlPlaneError)
+    if last is not None:
+        raise ControlPlaneError(f"{name} not healthy at {url} after {timeout:.0f}s ({last}); "
+                                f"see {state}/logs/{name}.log")
 
 
 def client_context(pki: Path, user: str | None = "admin") -> ssl.SSLContext:

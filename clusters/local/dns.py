@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 import socket
 import struct
-import time
 from pathlib import Path
 
 from . import procs
@@ -115,24 +114,20 @@ def start(defn: ClusterDefinition, state: Path, timeout: float = 60.0) -> None:
     cf = state / "Corefile"
     cf.write_text(corefile(defn, state))
     procs.spawn(state, NAME, [str(binary), "-conf", str(cf), "-dns.port", "53"], cwd=state)
-    probe = "kubernetes.default.svc.cluster.local"
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
-        if not procs.running(state, NAME):
-            tail = (state / "logs" / f"{NAME}.log").read_text(errors="replace").strip().splitlines()[-5:]
-            raise DNSError(f"CoreDNS exited during start-up; last log lines: {' | '.join(tail)}")
+    name = "kubernetes.default.svc.cluster.local"
+
+    def probe():
         try:
-            rcode, addrs = query(probe, defn.dns_address, timeout=0.5)
-            if rcode == 0 and addrs:
-                _kube_dns_service(defn, state)
-                return
-            last = f"rcode {rcode}, answers {addrs}"
+            rcode, addrs = query(name, defn.dns_address, timeout=0.5)
         except OSError as e:
-            last = str(e)
-        time.sleep(0.2)
-    raise DNSError(f"CoreDNS does not answer {probe} at {defn.dns_address} after {timeout:.0f}s ({last}); "
-                   f"see {state}/logs/{NAME}.log")
+            return False, str(e)
+        return rcode == 0 and bool(addrs), f"rcode {rcode}, answers {addrs}"
+
+    last = procs.wait_started(state, NAME, probe, timeout, 0.2, DNSError)
+    if last is not None:
+        raise DNSError(f"CoreDNS does not answer {name} at {defn.dns_address} after {timeout:.0f}s ({last}); "
+                       f"see {state}/logs/{NAME}.log")
+    _kube_dns_service(defn, state)
 
 
 def stop(defn: ClusterDefinition, state: Path) -> None:

@@ -45,6 +45,22 @@ def running(state: Path, name: str) -> bool:
     return f.exists() and alive(int(f.read_text()))
 
 
+def wait_started(state: Path, name: str, probe, timeout: float, interval: float, error: type[Exception]) -> str | None:
+    """Poll `probe() -> (ok, observed)` while process `name` runs: None once ok, the last observation on timeout.
+    Raises `error` with the last lines of its log if the process exits meanwhile."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        if not running(state, name):
+            tail = (state / "logs" / f"{name}.log").read_text(errors="replace").strip().splitlines()[-5:]
+            raise error(f"{name} exited during start-up; last log lines: {' | '.join(tail)}")
+        ok, last = probe()
+        if ok:
+            return None
+        time.sleep(interval)
+    return last
+
+
 def _signal_group(pid: int, sig: int) -> None:
     for target in (lambda: os.killpg(pid, sig), lambda: os.kill(pid, sig)):
         try:

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from pathlib import Path
 
 from kubernetes import client, config
 
-from clusters.local import definition
+from clusters.local import definition, nodes, procs
 from clusters.local.nodeagent.kube import ApiError, Kube
 from clusters.local.nodeagent.sandbox import MARKER
 from clusters.local.testbed import TestBed
@@ -158,3 +159,14 @@ def alive(pid: int) -> bool:
 def pod_manifest(name: str, containers: list[dict], **spec) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": spec.pop("labels", {})},
             "spec": {"containers": containers, **spec}}
+
+
+def kill_agent(state: Path) -> None:
+    """SIGKILL the node agent of the test bed whose state dir is `state`, and reap it."""
+    agent = nodes.agent_pid(state)
+    os.kill(agent, signal.SIGKILL)
+    until(lambda: not procs.alive(agent), 10, "agent dead")
+    try:
+        os.waitpid(agent, 0)
+    except ChildProcessError:
+        pass

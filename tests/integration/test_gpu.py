@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bedkit import alive, cstatus, phase, pod_manifest, pod_processes, until
+from bedkit import alive, kill_agent, cstatus, phase, pod_manifest, pod_processes, until
 from clusters.local import nodes, procs
 from clusters.local.nodeagent import devices
 
@@ -131,13 +131,7 @@ def test_devices_survive_an_agent_crash_and_come_back_from_pods_deleted_meanwhil
     plugin = plugin_pid(c)
     registrations = log_of(c, "nodeagent").count(f"plugin for {GPU} registered")
 
-    agent = nodes.agent_pid(c.state)
-    os.kill(agent, signal.SIGKILL)
-    until(lambda: not procs.alive(agent), 10, "agent dead")
-    try:
-        os.waitpid(agent, 0)
-    except ChildProcessError:
-        pass
+    kill_agent(c.state)
     assert plugin_pid(c) == plugin, "the device plugin must outlive the agent (like a DaemonSet Pod)"
     c.delete_pod(ns, "gone", grace=0)  # deleted while nobody watches: its devices must come back
     c.wait_gone(ns, "gone", 30)

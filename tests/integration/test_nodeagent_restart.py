@@ -7,8 +7,8 @@ import signal
 
 import pytest
 
-from bedkit import alive, cstatus, phase, pod_manifest, pod_processes, ready, until
-from clusters.local import nodes, procs
+from bedkit import alive, kill_agent, cstatus, phase, pod_manifest, pod_processes, ready, until
+from clusters.local import nodes
 
 pytestmark = pytest.mark.integration
 
@@ -30,13 +30,7 @@ def test_agent_restart_readopts_running_pods(cpu, ns):
     orphan_pids = pod_processes(orphan["metadata"]["uid"])
     assert pids and orphan_pids
 
-    agent = nodes.agent_pid(cpu.state)
-    os.kill(agent, signal.SIGKILL)
-    until(lambda: not procs.alive(agent), 10, "agent dead")
-    try:
-        os.waitpid(agent, 0)
-    except ChildProcessError:
-        pass
+    kill_agent(cpu.state)
     # while the agent is down: its Pods keep running; a Pod is force-deleted; a new Pod gets bound
     assert all(alive(p) for p in pids)
     cpu.delete_pod(ns, "orphan", grace=0)

@@ -21,16 +21,10 @@ from clusters.deviceplugin.plugin import FakeDevicePlugin
 from clusters.local.devices import AllocationError, DeviceManager, plugin_command
 from fixtures.providers.kind import device_plugin_manifest
 
+from .polling import wait_until
+
 REPO = Path(__file__).resolve().parents[2]
 GPU = "nvidia.com/gpu"
-
-
-def wait_until(predicate, timeout=15.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ import pytest
 
 from clusters.local.nodeagent import devices, env, sandbox, status, volumes
 
+from .polling import wait_until
+
 
 def test_expand_follows_kubelet_rules():
     vals = {"A": "1", "B": "two"}.get
@@ -132,15 +134,6 @@ def test_token_refresh_rule():
     assert volumes.Tokens.needs_refresh(0, 10 * 86400, 86401)
 
 
-def _wait(pred, timeout=20.0, what="condition"):
-    import time
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def gpu_state():
     """A short state dir (unix socket paths hold 107 bytes); plugin processes left by a failing test are stopped."""
@@ -165,7 +158,7 @@ def test_gpus_come_from_the_fake_device_plugin(gpu_state):
     g.start()
     try:
         assert g.wait_registered(20) == []
-        _wait(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="4 GPUs from the plugin")
+        wait_until(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="4 GPUs from the plugin")
         assert "rc-gpu-1" in changed
         pid = g.plugin_pid("rc-gpu-1")
         assert pid and (gpu_state / "device-plugins" / "rc-gpu-1" / "kubelet.sock").is_socket()
@@ -188,8 +181,8 @@ def test_gpus_come_from_the_fake_device_plugin(gpu_state):
 
         # the plugin dies: no healthy devices; it is started again and registers again
         procs.stop_pid(pid, grace=5)
-        _wait(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 0}, what="capacity 0 without the plugin")
-        _wait(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="the restarted plugin's 4 GPUs")
+        wait_until(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 0}, what="capacity 0 without the plugin")
+        wait_until(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="the restarted plugin's 4 GPUs")
         assert g.plugin_pid("rc-gpu-1") not in (None, pid)
     except BaseException:
         g.stop()
@@ -205,7 +198,7 @@ def test_gpus_come_from_the_fake_device_plugin(gpu_state):
     g2.start()
     try:
         assert g2.plugin_pid("rc-gpu-1") == pid
-        _wait(lambda: g2.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="the adopted plugin to register")
+        wait_until(lambda: g2.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="the adopted plugin to register")
         with pytest.raises(devices.AdmissionError):
             g2.allocate("rc-gpu-1", "pod4", "c", 3)
         assert set(ids(g2.allocate("rc-gpu-1", "pod4", "c", 2))) == set(b)
