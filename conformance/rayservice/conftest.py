@@ -3,13 +3,21 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures import gateway
+from fixtures import gateway as gw
 
 
 @pytest.fixture(scope="session")
-def gateway_class(k8s, operator, timeouts, pytestconfig):
-    """GatewayInfo of a real Gateway implementation (Traefik) installed for this session."""
-    info = gateway.install(k8s, timeouts.medium)
-    yield info
-    if not hasattr(pytestconfig, "workerinput"):  # under xdist the cluster's teardown removes it
-        gateway.uninstall(k8s)
+def gateway(k8s, operator, timeouts, pytestconfig):
+    """`gateway()` installs a real Gateway implementation (Traefik) on first use in this session and returns
+    its GatewayInfo. Called from the test body, so a cluster without the Gateway API fails the test that
+    needs it (naming what is missing) instead of erroring in setup."""
+    installed: list[gw.GatewayInfo] = []
+
+    def get() -> gw.GatewayInfo:
+        if not installed:
+            installed.append(gw.install(k8s, timeouts.medium))
+        return installed[0]
+
+    yield get
+    if installed and not hasattr(pytestconfig, "workerinput"):  # under xdist the cluster's teardown removes it
+        gw.uninstall(k8s)

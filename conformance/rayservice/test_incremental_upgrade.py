@@ -45,8 +45,8 @@ def traffic(obj: dict, side: str) -> tuple[int | None, int | None, str | None]:
 
 
 @pytest.mark.feature("RayServiceIncrementalUpgrade")
-def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, timeouts, gateway_class,
-                                                  measure):
+def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, timeouts, gateway, measure):
+    gateway_class = gateway()
     docs = incremental_service(ray_version, gateway_class.class_name)
     ray.create_objects(k8s, namespace, docs)
     rs = ray.RayResources(k8s, namespace, "RayService")
