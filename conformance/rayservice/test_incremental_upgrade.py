@@ -2,6 +2,7 @@
 the new cluster in steps of stepSizePercent, at most every intervalSeconds, and no request fails."""
 from __future__ import annotations
 
+import copy
 import datetime as dt
 
 import pytest
@@ -23,7 +24,14 @@ def incremental_service(ray_version: str, class_name: str) -> list[dict]:
     rs["spec"]["upgradeStrategy"] = {"type": "NewClusterWithIncrementalUpgrade", "clusterUpgradeOptions": {
         "maxSurgePercent": SURGE, "stepSizePercent": STEP, "intervalSeconds": INTERVAL, "gatewayClassName": class_name}}
     rs["spec"]["rayClusterDeletionDelaySeconds"] = 5
-    rs["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] = True
+    cfg = rs["spec"]["rayClusterConfig"]
+    cfg["enableInTreeAutoscaling"] = True
+    # the Ray autoscaler needs a worker group; this one stays empty (the Serve replica fits on the head)
+    head_pod = copy.deepcopy(cfg["headGroupSpec"]["template"])
+    head_pod["spec"]["containers"][0]["name"] = "ray-worker"
+    head_pod["spec"]["containers"][0]["ports"] = [{"containerPort": 8000, "name": "serve"}]
+    cfg["workerGroupSpecs"] = [{"groupName": "spare", "replicas": 0, "minReplicas": 0, "maxReplicas": 1,
+                                "rayStartParams": {"num-cpus": "1"}, "template": head_pod}]
     rs["spec"]["rayClusterConfig"]["autoscalerOptions"] = {
         "version": "v2", "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
                                        "limits": {"cpu": "500m", "memory": "512Mi"}}}
