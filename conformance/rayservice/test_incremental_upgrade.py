@@ -9,10 +9,10 @@ import pytest
 from kubernetes import client
 
 from fixtures import ray
-from fixtures.traffic import LoadGenerator, summary
+from fixtures.traffic import LoadGenerator, answered, summary
 from fixtures.waiting import wait_for
 
-from .helpers import active_cluster, describe, is_ready, pending_cluster, status
+from .helpers import active_cluster, deploy, describe, pending_cluster, status
 from .test_upgrade import record_traffic, trigger_upgrade
 
 STEP, INTERVAL, SURGE = 25, 10, 50
@@ -56,11 +56,8 @@ def traffic(obj: dict, side: str) -> tuple[int | None, int | None, str | None]:
 def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, timeouts, gateway, measure):
     gateway_class = gateway()
     docs = incremental_service(ray_version, gateway_class.class_name)
-    ray.create_objects(k8s, namespace, docs)
-    rs = ray.RayResources(k8s, namespace, "RayService")
-    name = docs[-1]["metadata"]["name"]
-    obj = wait_for(lambda: (is_ready(o := rs.get(name)), o), timeouts.long, f"RayService {name} Ready=True",
-                   observe=lambda: describe(rs.get(name)))
+    rs, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
+    name = obj["metadata"]["name"]
     co = client.CustomObjectsApi(k8s)
     wait_for(lambda: gateway_ready(co, namespace, name), timeouts.medium,
              f"Gateway {name}-gateway Accepted and Programmed", observe=lambda: gateway_ready(co, namespace, name)[1])
@@ -68,7 +65,7 @@ def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, t
 
     gen = LoadGenerator(k8s, namespace, gateway_class.url, rate=20)
     gen.start()
-    wait_for(lambda: ((s := gen.stats()) is not None and s["requests"] - s["failures"] >= 20, s), timeouts.medium,
+    wait_for(lambda: (answered(s := gen.stats()) >= 20, s), timeouts.medium,
              "20 answers through the Gateway", observe=gen.stats)
 
     trigger_upgrade(rs, obj, "incremental")

@@ -7,17 +7,7 @@ import yaml
 from fixtures import ray
 from fixtures.waiting import wait_for
 
-from .helpers import active_cluster, answer, describe, is_ready, pending_cluster, status
-
-
-def deploy(k8s, namespace, ray_version, timeouts) -> tuple[ray.RayResources, dict]:
-    docs = ray.load_sample("rayservice-greeter", ray_version)
-    ray.create_objects(k8s, namespace, docs)
-    rs = ray.RayResources(k8s, namespace, "RayService")
-    name = next(d for d in docs if d["kind"] == "RayService")["metadata"]["name"]
-    obj = wait_for(lambda: (is_ready(o := rs.get(name)), o), timeouts.long, f"RayService {name} Ready=True",
-                   observe=lambda: describe(rs.get(name)))
-    return rs, obj
+from .helpers import active_cluster, answer, deploy, describe, pending_cluster, status
 
 
 @pytest.mark.feature("RayServiceReady")

@@ -5,17 +5,16 @@ import pytest
 from kubernetes import client
 
 from fixtures import ray
-from fixtures.traffic import LoadGenerator, summary
+from fixtures.traffic import LoadGenerator, answered, summary
 from fixtures.waiting import wait_for
 
-from .helpers import active_cluster, describe, is_ready, pending_cluster, serve_service
-from .test_ready import deploy
+from .helpers import active_cluster, deploy, describe, pending_cluster, serve_service
 
 
 def start_traffic(k8s, namespace, obj, timeouts) -> LoadGenerator:
     gen = LoadGenerator(k8s, namespace, f"http://{serve_service(obj)}:8000/", rate=20)
     gen.start()
-    wait_for(lambda: ((s := gen.stats()) is not None and s["requests"] - s["failures"] >= 20, s), timeouts.medium,
+    wait_for(lambda: (answered(s := gen.stats()) >= 20, s), timeouts.medium,
              "the load generator to get 20 answers", observe=gen.stats)
     return gen
 
@@ -115,11 +114,8 @@ def test_active_head_failure_with_gcs_ft_does_not_break_upgrade(k8s, namespace, 
                                                                 measure):
     greeter = ray.load_sample("rayservice-greeter", ray_version)
     docs = [d for d in greeter if d["kind"] == "ConfigMap"] + ray.load_sample("rayservice-greeter-ft", ray_version)
-    ray.create_objects(k8s, namespace, docs)
-    rs = ray.RayResources(k8s, namespace, "RayService")
-    name = docs[-1]["metadata"]["name"]
-    obj = wait_for(lambda: (is_ready(o := rs.get(name)), o), timeouts.long, f"RayService {name} Ready=True",
-                   observe=lambda: describe(rs.get(name)))
+    rs, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
+    name = obj["metadata"]["name"]
     old = active_cluster(obj)
     gen = start_traffic(k8s, namespace, obj, timeouts)
     core = client.CoreV1Api(k8s)

@@ -129,7 +129,8 @@ CASES = [
          samples={"raycluster-autoscaler": _set(["spec", "enableInTreeAutoscaling"], False)}),
     # as if the operator did not derive `--num-gpus` from the container's nvidia.com/gpu limit
     Case("gpu_worker_group_gets_a_gpu", "must count the worker's GPU",
-         samples={"raycluster-gpu": _set(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-gpus"], "0")}),
+         samples={"raycluster-gpu": _set(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-gpus"], "0")},
+         timeout_scale=0.6),  # the probe job itself waits up to 3 minutes for a GPU
     Case("job_runs_to_completion_and_cluster_is_removed", "shutdownAfterJobFinishes",
          samples={"rayjob-basic": _set(["spec", "shutdownAfterJobFinishes"], False)}),
     Case("new_submitter_attaches_to_running_job[pod-deletion]", "submitter",
