@@ -123,10 +123,7 @@ def start(defn: ClusterDefinition, state: Path, timeout: float = 60.0) -> None:
             return False, str(e)
         return rcode == 0 and bool(addrs), f"rcode {rcode}, answers {addrs}"
 
-    last = procs.wait_started(state, NAME, probe, timeout, 0.2, DNSError)
-    if last is not None:
-        raise DNSError(f"CoreDNS does not answer {name} at {defn.dns_address} after {timeout:.0f}s ({last}); "
-                       f"see {state}/logs/{NAME}.log")
+    procs.wait_started(state, NAME, probe, timeout, 0.2, DNSError, f"CoreDNS does not answer {name} at {defn.dns_address}")
     _kube_dns_service(defn, state)
 
 

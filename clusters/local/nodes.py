@@ -47,16 +47,12 @@ def wait_ready(defn: ClusterDefinition, state: Path, timeout: float = 120.0) -> 
     kube = Kube(state / "admin.kubeconfig")
     want = {n.name for n in defn.nodes}
     gpus = {n.name: n.gpus for n in defn.nodes if n.gpus}
-    deadline = time.monotonic() + timeout
-    last = "no Nodes yet"
-    while time.monotonic() < deadline:
-        if not procs.running(state, AGENT):
-            tail = (state / "logs" / f"{AGENT}.log").read_text(errors="replace").strip().splitlines()[-8:]
-            raise NodesError("the node agent exited during start-up; last log lines: " + " | ".join(tail))
+
+    def probe():
         try:
             items = kube.get("/api/v1/nodes").get("items", [])
         except Exception as e:  # noqa: BLE001
-            items, last = [], str(e)
+            return False, str(e)
         ready = set()
         for n in items:
             conds = {c["type"]: c["status"] for c in n.get("status", {}).get("conditions") or []}
@@ -66,13 +62,12 @@ def wait_ready(defn: ClusterDefinition, state: Path, timeout: float = 120.0) -> 
             if conds.get("Ready") == "True" and "node.kubernetes.io/not-ready" not in taints \
                     and shown >= gpus.get(name, 0):
                 ready.add(name)
-        if want <= ready:
-            return
         last = f"ready: {sorted(ready)}, waiting for {sorted(want - ready)}"
         if gpus.keys() & (want - ready):
             last += f" (GPU nodes wait for {GPU} from their device plugin; see {state}/logs/{PLUGIN_PROCESS}-*.log)"
-        time.sleep(0.25)
-    raise NodesError(f"Nodes not Ready after {timeout:.0f}s ({last}); see {state}/logs/{AGENT}.log")
+        return want <= ready, last
+
+    procs.wait_started(state, AGENT, probe, timeout, 0.25, NodesError, "Nodes not Ready")
 
 
 def start(defn: ClusterDefinition, state: Path) -> None:

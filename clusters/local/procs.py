@@ -45,9 +45,10 @@ def running(state: Path, name: str) -> bool:
     return f.exists() and alive(int(f.read_text()))
 
 
-def wait_started(state: Path, name: str, probe, timeout: float, interval: float, error: type[Exception]) -> str | None:
-    """Poll `probe() -> (ok, observed)` while process `name` runs: None once ok, the last observation on timeout.
-    Raises `error` with the last lines of its log if the process exits meanwhile."""
+def wait_started(state: Path, name: str, probe, timeout: float, interval: float, error: type[Exception],
+                 what: str) -> None:
+    """Poll `probe() -> (ok, observed)` while process `name` runs, until ok. Raises `error` with the last lines
+    of its log if the process exits meanwhile, or saying `what` did not happen in time."""
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
@@ -56,9 +57,9 @@ def wait_started(state: Path, name: str, probe, timeout: float, interval: float,
             raise error(f"{name} exited during start-up; last log lines: {' | '.join(tail)}")
         ok, last = probe()
         if ok:
-            return None
+            return
         time.sleep(interval)
-    return last
+    raise error(f"{what} after {timeout:.0f}s ({last}); see {state}/logs/{name}.log")
 
 
 def _signal_group(pid: int, sig: int) -> None:

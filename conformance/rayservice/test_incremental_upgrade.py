@@ -13,7 +13,7 @@ from fixtures.traffic import LoadGenerator, answered, summary
 from fixtures.waiting import wait_for
 
 from .helpers import active_cluster, deploy, describe, pending_cluster, status
-from .test_upgrade import record_traffic, trigger_upgrade
+from .test_upgrade import final_stats, trigger_upgrade
 
 STEP, INTERVAL, SURGE = 25, 10, 50
 
@@ -85,9 +85,8 @@ def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, t
     new = active_cluster(obj)
     wait_for(lambda: ((s := gen.stats()) is not None and any(new in a for a in s["answers"]), s), timeouts.medium,
              f"answers from the new cluster {new} through the Gateway", observe=gen.stats)
-    stats = gen.stop()
-    record_traffic(measure, stats)
-    measure("incremental.steps", [list(map(str, t)) for t in seen])
+    stats = final_stats(gen, measure)
+    measure("incremental.steps", [list(t) for t in seen])
 
     routed = [t[0] for t in seen if t[0] is not None]
     assert routed == sorted(routed), f"traffic to the new cluster must only grow: {routed}"

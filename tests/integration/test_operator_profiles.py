@@ -54,11 +54,12 @@ def test_claimed_feature_the_operator_lacks_fails_naming_it(cpu, tmp_path):
     claims = ["RayServiceReady", "RayServiceIncrementalUpgrade"]
     profile = derive_profile(tmp_path, "kuberay-v1.5.1", "kuberay-v1.5.1-overclaiming", features=claims)
     run = run_suite(cpu.bed.kubeconfig, profile, "traffic_shifts_in_steps_without_failures", tmp_path,
-                    timeout_scale=0.3)
+                    timeout_scale=0.3, force=False)
     cases = run.testcases("traffic_shifts_in_steps_without_failures")
     assert cases and all(tc.findall("failure") and not tc.findall("error") for tc in cases), \
         f"the incremental-upgrade test should FAIL (not error) against an operator without the feature:\n{run.output}"
     assert run.proc.returncode == 1, f"exit code {run.proc.returncode}, expected 1 (test failures):\n{run.output}"
-    assert "feature RayServiceIncrementalUpgrade FAILED" in run.proc.stdout, run.output
+    assert "feature RayServiceIncrementalUpgrade FAILED" in run.proc.stdout and \
+        "claimed by profile kuberay-v1.5.1-overclaiming" in run.proc.stdout, run.output
     rs = next(p for p in run.report()["profiles"] if p["name"] == "RayService")
     assert rs["extended"]["failedFeatures"] == ["RayServiceIncrementalUpgrade"], rs
