@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 
 
-def wait_until(predicate, timeout: float = 15.0, what: str = "condition", interval: float = 0.02) -> None:
+def wait_until(predicate, timeout: float = 20.0, what: str = "condition", interval: float = 0.02) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
