@@ -21,6 +21,7 @@ class ImageRule:
     runtime: str  # ray | host | kuberay | tool
     entrypoint: tuple[str, ...] = ()
     tool: str = ""  # runtime tool: the tool-cache component whose <tool>-<image tag>/bin goes on PATH
+    env: tuple[tuple[str, str], ...] = ()  # like the image's ENV: defaults the container's env overrides
 
     def matches(self, image: str) -> bool:
         return fnmatch.fnmatchcase(image, self.match)
@@ -95,7 +96,8 @@ def load(name_or_path: str) -> ClusterDefinition:
         )
         images = tuple(
             ImageRule(match=str(r["match"]), runtime=str(r["runtime"]), entrypoint=tuple(r.get("entrypoint") or ()),
-                      tool=str(r.get("tool") or ""))
+                      tool=str(r.get("tool") or ""),
+                      env=tuple((str(k), str(v)) for k, v in (r.get("env") or {}).items()))
             for r in raw.get("images") or []
         )
     except (KeyError, TypeError, ValueError) as e:

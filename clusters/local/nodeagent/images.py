@@ -50,6 +50,7 @@ class Runtime:
     workdir: str = "/"
     home: str = "/root"
     files: dict[str, str] = field(default_factory=dict)  # files created in the container if missing
+    env: dict[str, str] = field(default_factory=dict)  # like an image's ENV: the container's env overrides it
 
     def argv(self, command: list[str] | None, args: list[str] | None) -> list[str]:
         argv = list(command) + list(args or []) if command else list(self.entrypoint) + list(args or [])
@@ -115,6 +116,11 @@ class Images:
         if rule is None:
             raise ImageError(f'failed to pull image "{image}": no image rule in cluster definition '
                              f"'{self.defn.name}' maps it to a host runtime")
+        rt = self._runtime(image, rule)
+        rt.env = dict(rule.env)
+        return rt
+
+    def _runtime(self, image: str, rule) -> Runtime:
         if rule.runtime == "host":
             return Runtime("host", image, f"host://{image}", BASE_PATH, list(rule.entrypoint))
         if rule.runtime == "kuberay":

@@ -348,7 +348,7 @@ class PodWorker:
         try:
             cenv = envmod.container_env(self.pod, spec, self.agent.volumes.objects, self.sandbox.ip,
                                         self.agent.defn.host_address, self.agent.allocatable(self.node))
-            full_env = {"PATH": rt.path, "HOSTNAME": hostname, "HOME": rt.home, "LANG": "C.UTF-8"}
+            full_env = {"PATH": rt.path, "HOSTNAME": hostname, "HOME": rt.home, "LANG": "C.UTF-8", **rt.env}
             full_env.update(cenv)
             full_env.update(c.devices or {})
             full_env["RAY_USAGE_STATS_ENABLED"] = "0"
