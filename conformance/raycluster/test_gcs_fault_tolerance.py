@@ -81,7 +81,11 @@ def test_detached_actor_survives_head_pod_deletion(k8s, namespace, ray_version, 
     workers = pods(k8s, namespace, name, "worker")
     assert len(workers) == 1, f"the worker should have survived the head failure: {describe_pods(workers)}"
 
-    logs = run_ray_job(k8s, namespace, svc, INCREMENT.format(ns=ACTOR_NS, get=GET), timeouts.long)
+    try:
+        logs = run_ray_job(k8s, namespace, svc, INCREMENT.format(ns=ACTOR_NS, get=GET), timeouts.long)
+    except AssertionError as e:
+        raise AssertionError(f"the detached actor must survive the head failure and keep its state (expected 2), "
+                             f"but the job looking it up did not succeed: {e}") from None
     assert counter_value(logs) == 2, \
         f"the detached actor must keep its state across the head failure (expected 2), observed {counter_value(logs)}"
 
