@@ -13,7 +13,7 @@ from tests.suiterun import derive_profile, run_suite
 
 pytestmark = pytest.mark.integration
 
-SHIPPED = ["kuberay-v1.6.1", "kuberay-v1.5.1"]
+SHIPPED = ["kuberay-v1.6.2", "kuberay-v1.6.1", "kuberay-v1.5.1"]
 
 
 def leftovers(api: client.ApiClient, objects: list[dict]) -> list[str]:
