@@ -57,6 +57,10 @@ class Cluster:
         self.batch = client.BatchV1Api(self.api)
 
     # -- namespaces and objects ---------------------------------------------------------------------------
+    def test_namespace(self, request) -> str:
+        """A namespace named after the requesting test."""
+        return self.namespace(request.node.name.replace("_", "-")[:40].strip("-").lower())
+
     def namespace(self, prefix: str) -> str:
         ns = f"{prefix}-{uuid.uuid4().hex[:6]}"
         self.kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})

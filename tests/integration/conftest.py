@@ -22,6 +22,6 @@ def cpu(beds):
 
 @pytest.fixture()
 def ns(cpu, request):
-    name = cpu.namespace(request.node.name.replace("_", "-")[:40].strip("-").lower())
+    name = cpu.test_namespace(request)
     yield name
     cpu.delete_namespace(name)

@@ -29,7 +29,7 @@ def gpu(beds):
 @pytest.fixture()
 def gns(gpu, request):
     """A namespace per test; its Pods are gone (devices free again) before the next test starts."""
-    name = gpu.namespace(request.node.name.replace("_", "-")[:40].strip("-").lower())
+    name = gpu.test_namespace(request)
     yield name
     gpu.delete_namespace(name)
     until(lambda: not gpu.pods(name), 90, f"the Pods of namespace {name} to be gone")
