@@ -9,11 +9,11 @@ import pytest
 from kubernetes import client
 
 from fixtures import ray
-from fixtures.traffic import LoadGenerator, answered, summary
+from fixtures.traffic import summary
 from fixtures.waiting import wait_for
 
-from .helpers import active_cluster, deploy, describe, pending_cluster, status
-from .test_upgrade import final_stats, trigger_upgrade
+from .helpers import (active_cluster, deploy, describe, final_stats, pending_cluster, start_traffic, status,
+                      trigger_upgrade)
 
 STEP, INTERVAL, SURGE = 25, 10, 50
 
@@ -63,10 +63,7 @@ def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, t
              f"Gateway {name}-gateway Accepted and Programmed", observe=lambda: gateway_ready(co, namespace, name)[1])
     old = active_cluster(obj)
 
-    gen = LoadGenerator(k8s, namespace, gateway_class.url, rate=20)
-    gen.start()
-    wait_for(lambda: (answered(s := gen.stats()) >= 20, s), timeouts.medium,
-             "20 answers through the Gateway", observe=gen.stats)
+    gen = start_traffic(k8s, namespace, obj, timeouts, url=gateway_class.url)
 
     trigger_upgrade(rs, obj, "incremental")
     seen: list[tuple] = []  # (pending traffic, pending capacity, pending lastTrafficMigratedTime)

@@ -5,66 +5,11 @@ import pytest
 from kubernetes import client
 
 from fixtures import ray
-from fixtures.traffic import LoadGenerator, answered, summary
+from fixtures.traffic import summary
 from fixtures.waiting import wait_for
 
-from .helpers import active_cluster, deploy, describe, pending_cluster, serve_service
-
-
-def start_traffic(k8s, namespace, obj, timeouts) -> LoadGenerator:
-    gen = LoadGenerator(k8s, namespace, f"http://{serve_service(obj)}:8000/", rate=20)
-    gen.start()
-    wait_for(lambda: (answered(s := gen.stats()) >= 20, s), timeouts.medium,
-             "the load generator to get 20 answers", observe=gen.stats)
-    return gen
-
-
-def trigger_upgrade(rs: ray.RayResources, obj: dict, marker: str) -> None:
-    """Change the cluster spec (a head env var), which needs a new RayCluster."""
-    spec = obj["spec"]["rayClusterConfig"]
-    head = spec["headGroupSpec"]["template"]["spec"]["containers"][0]
-    head["env"] = [*head.get("env", []), {"name": "RAYCONFORMANCE_UPGRADE", "value": marker}]
-    rs.patch(obj["metadata"]["name"], {"spec": {"rayClusterConfig": spec, "rayClusterDeletionDelaySeconds": 5}})
-
-
-def elapsed(gen: LoadGenerator) -> float | None:
-    """The load generator's clock (seconds since it started), to place events among its failures."""
-    return (gen.stats() or {}).get("elapsed")
-
-
-def wait_switched(k8s, namespace, rs, name, old_cluster, gen, timeouts, measure=None) -> str:
-    def switched():
-        o = rs.get(name)
-        new = active_cluster(o)
-        return (new not in (None, old_cluster) and not pending_cluster(o)), new
-
-    new = wait_for(switched, timeouts.long, f"traffic to switch from {old_cluster} to a new RayCluster",
-                   observe=lambda: f"{describe(rs.get(name))}; traffic: {summary(gen.stats())}")
-    if measure:
-        measure("upgrade.switched_at_s", elapsed(gen))
-    clusters = ray.RayResources(k8s, namespace, "RayCluster")
-    wait_for(lambda: (clusters.get(old_cluster) is None, True), timeouts.medium,
-             f"the old RayCluster {old_cluster} to be deleted",
-             observe=lambda: [c["metadata"]["name"] for c in clusters.list()])
-    if measure:
-        measure("upgrade.old_cluster_deleted_at_s", elapsed(gen))
-    wait_for(lambda: ((s := gen.stats()) is not None and any(new in a for a in s["answers"]), s), timeouts.medium,
-             f"answers from the new cluster {new}", observe=gen.stats)
-    return new
-
-
-def final_stats(gen: LoadGenerator, measure) -> dict:
-    """Stop the load generator; record and return its final statistics."""
-    stats = gen.stop()
-    record_traffic(measure, stats)
-    assert stats and stats["requests"] > 0, f"the load generator reported no requests: {summary(stats)}"
-    return stats
-
-
-def record_traffic(measure, stats: dict | None) -> None:
-    for k in ("requests", "failures", "retries", "warmup_failures", "warmup_errors", "p50_ms", "p95_ms", "p99_ms", "max_ms",
-              "first_failure_s", "last_failure_s", "failure_log"):
-        measure(f"traffic.{k}", (stats or {}).get(k))
+from .helpers import (active_cluster, deploy, describe, elapsed, final_stats, pending_cluster, start_traffic,
+                      trigger_upgrade, wait_switched)
 
 
 @pytest.mark.feature("RayServiceZeroDowntimeUpgrade")

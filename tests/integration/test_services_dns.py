@@ -50,8 +50,8 @@ def test_deployment_pods_ready_on_both_nodes(cpu, web):
 def test_pod_reaches_service_by_name_and_cluster_ip(cpu, web):
     ns, pods, cluster_ip = web
     names = {p["metadata"]["name"] for p in pods}
-    script = (f"wget -qO- http://web/index.html && wget -qO- http://web.{ns}.svc.cluster.local/index.html && "
-              f"wget -qO- http://{cluster_ip}/index.html && wget -qO- http://$WEB_SERVICE_HOST/index.html && "
+    script = (f"wget -nv -O- http://web/index.html && wget -nv -O- http://web.{ns}.svc.cluster.local/index.html && "
+              f"wget -nv -O- http://{cluster_ip}/index.html && wget -nv -O- http://$WEB_SERVICE_HOST/index.html && "
               "python3 -c \"import socket; print('HEADLESS', ' '.join(sorted("
               "socket.gethostbyname_ex('web-headless')[2])))\"")
     cpu.create(ns, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "client"},
