@@ -86,6 +86,8 @@ def stop_operator_when(probe: Callable[[client.ApiClient], bool]):
 provisioned = _any("rayclusters", lambda o: _true(o, "RayClusterProvisioned"))
 service_ready = _any("rayservices", lambda o: _true(o, "Ready"))
 upgrade_pending = _any("rayservices", lambda o: _upgrading(o) is not None)
+job_suspended = _any("rayjobs", lambda o: (o.get("status") or {}).get("jobDeploymentStatus") == "Suspended")
+job_running = _any("rayjobs", lambda o: (o.get("status") or {}).get("jobStatus") == "RUNNING")
 
 
 def kill_active_head_during_upgrade(api: client.ApiClient, stop: threading.Event) -> bool:
@@ -154,7 +156,12 @@ CASES = [
          timeout_scale=0.6),  # the probe job itself waits up to 3 minutes for a GPU
     Case("job_runs_to_completion_and_cluster_is_removed", "shutdownAfterJobFinishes",
          samples={"rayjob-basic": _set(["spec", "shutdownAfterJobFinishes"], False)}),
+    Case("failing_entrypoint_ends_failed", "Complete or Failed", saboteur=stop_operator_when(provisioned)),
+    Case("created_suspended_then_resumed", "resumed RayJob", saboteur=stop_operator_when(job_suspended)),
+    Case("suspending_running_job_tears_down_cluster", "Suspended", saboteur=stop_operator_when(job_running)),
     Case("new_submitter_attaches_to_running_job[pod-deletion]", "submitter",
+         samples={"rayjob-basic": _set(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}),
+    Case("new_submitter_attaches_to_running_job[network-cut]", "submitter",
          samples={"rayjob-basic": _set(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}),
     Case("serve_app_answers_through_serve_service", "Ready=True", saboteur=stop_operator_when(_namespace_created)),
     Case("serve_config_change_applies_in_place", "answer", saboteur=stop_operator_when(service_ready)),
