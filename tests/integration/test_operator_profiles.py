@@ -9,6 +9,7 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
+from fixtures import namespaces, operator, profiles
 from tests.suiterun import derive_profile, run_suite
 
 pytestmark = pytest.mark.integration
@@ -63,3 +64,23 @@ def test_claimed_feature_the_operator_lacks_fails_naming_it(cpu, tmp_path):
         "claimed by profile kuberay-v1.5.1-overclaiming" in run.proc.stdout, run.output
     rs = next(p for p in run.report()["profiles"] if p["name"] == "RayService")
     assert rs["extended"]["failedFeatures"] == ["RayServiceIncrementalUpgrade"], rs
+
+
+def test_sweep_releases_finalizers_no_operator_will_remove(cpu):
+    """A RayJob whose operator is gone keeps its namespace Terminating forever; the end-of-run sweep releases it."""
+    profile = profiles.load("kuberay-v1.6.1")
+    crds = [o for o in operator.render(profile.install["local"], {}, profile.path.parent)
+            if o["kind"] == "CustomResourceDefinition"]
+    operator.create_all(crds, cpu.api)  # no operator: nothing will remove the finalizer
+    try:
+        run_id = "sweep-release"
+        ns = namespaces.create(cpu.core, "stuck", run_id)
+        client.CustomObjectsApi(cpu.api).create_namespaced_custom_object("ray.io", "v1", ns, "rayjobs", {
+            "apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": "stuck", "finalizers": ["ray.io/rayjob-finalizer"]},
+            "spec": {"entrypoint": "true"}})
+        released = namespaces.sweep_releasing(cpu.api, run_id, timeout=5)
+        assert released == [f"RayJob {ns}/stuck (ray.io/rayjob-finalizer)"], released
+        assert not cpu.core.list_namespace(label_selector=f"{namespaces.RUN_LABEL}={run_id}").items
+    finally:
+        operator.delete_all(crds, cpu.api)

@@ -59,7 +59,9 @@ def test_pod_reaches_service_by_name_and_cluster_ip(cpu, web):
                         {"name": "c", "image": "busybox", "command": ["sh", "-c", script]}]}})
     p = cpu.wait_pod(ns, "client", phase("Succeeded", "Failed"), 90)
     out = cpu.logs(ns, "client", "c")
-    assert p["status"]["phase"] == "Succeeded", out
+    assert p["status"]["phase"] == "Succeeded", (
+        f"client on {p['spec'].get('nodeName')} ({p['status'].get('podIP')}) failed; backends "
+        f"{[(x['spec']['nodeName'], x['status']['podIP']) for x in pods]}; its output:\n{out}")
     lines = out.splitlines()
     assert len([line for line in lines if line in names]) == 4, out
     headless = next(line for line in lines if line.startswith("HEADLESS"))
