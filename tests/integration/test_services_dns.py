@@ -61,7 +61,7 @@ def test_pod_reaches_service_by_name_and_cluster_ip(cpu, web):
     out = cpu.logs(ns, "client", "c")
     assert p["status"]["phase"] == "Succeeded", (
         f"client on {p['spec'].get('nodeName')} ({p['status'].get('podIP')}) failed; backends "
-        f"{[(x['spec']['nodeName'], x['status']['podIP']) for x in pods]}; its output:\n{out}")
+        f"{[(x['spec'].get('nodeName'), x['status'].get('podIP')) for x in pods]}; its output:\n{out}")
     lines = out.splitlines()
     assert len([line for line in lines if line in names]) == 4, out
     headless = next(line for line in lines if line.startswith("HEADLESS"))

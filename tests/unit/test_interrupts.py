@@ -31,3 +31,28 @@ def test_ctrl_c_runs_finalizers_before_the_cluster_goes(suite, again):
     assert suite.provider_calls() == ["up", "finalizer", "down"], output
     assert "Traceback" not in output and "INTERNALERROR" not in output, output
     assert suite.report()["tests"][0]["outcome"] == "failed", output
+
+
+SKIPS_ITSELF = '''
+import pytest
+
+
+@pytest.mark.feature("RayClusterGPUWorkerGroups")
+def test_skips_itself(cluster):
+    pytest.skip("no Node offers nvidia.com/gpu")
+
+
+@pytest.mark.feature("RayClusterProvisioning")
+def test_fails_then_teardown_skips(cluster, request):
+    request.addfinalizer(lambda: pytest.skip("teardown skip"))
+    assert False, "observed nothing"
+'''
+
+
+def test_outcomes_of_tests_that_skip_themselves_or_fail(suite):
+    suite.tests(SKIPS_ITSELF)
+    suite.run()
+    tests = {t["name"]: t for t in suite.report()["tests"]}
+    assert tests["skips_itself"]["outcome"] == "skipped", tests
+    assert "nvidia.com/gpu" in tests["skips_itself"]["reason"], tests
+    assert tests["fails_then_teardown_skips"]["outcome"] == "failed", tests
