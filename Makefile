@@ -38,7 +38,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 down: venv
-	$(PY) -m clusters.local down
+	$(PY) -m rayconformance.clusters.local down
 
 clean: down
 	rm -rf reports/*/ $(VENV)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from fixtures import features
+from rayconformance.fixtures import features
 
 
 def main(path: str) -> int:

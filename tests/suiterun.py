@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from fixtures import ray
+from rayconformance.fixtures import ray
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "profiles"

@@ -1,4 +1,4 @@
-"""Command line for the local test bed: `python -m clusters.local up|down|status [--cluster local-cpu]`."""
+"""Command line for the local test bed: `python -m rayconformance.clusters.local up|down|status [--cluster local-cpu]`."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +10,7 @@ from .testbed import TestBed
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m clusters.local", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m rayconformance.clusters.local", description=__doc__)
     ap.add_argument("command", choices=["up", "down", "status"])
     ap.add_argument("--cluster", default="local-cpu", help="cluster definition name or path")
     ap.add_argument("--control-plane-only", action="store_true", help="no nodes, DNS or kube-proxy")

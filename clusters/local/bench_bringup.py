@@ -1,7 +1,7 @@
 """Measure the local test bed's build and bring-up: the tool build (cold, or `cached` when warm) and a warm
 bring-up and teardown of the control plane alone and of the whole test bed.
 
-    python -m clusters.local.bench_bringup [--cluster local-cpu] [--repeat 2]
+    python -m rayconformance.clusters.local.bench_bringup [--cluster local-cpu] [--repeat 2]
 
 The cold build time is what `build-tools.sh` prints on a machine without the cache (it prints per component
 `built in Ns`); here it is re-run, so a warm cache shows how fast a second run skips the build.

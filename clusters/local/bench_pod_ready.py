@@ -1,6 +1,6 @@
 """Measure Pod start-up on the local test bed: time from Pod creation to Ready.
 
-    python -m clusters.local.bench_pod_ready [--cluster local-cpu] [--repeat 3] [--kubeconfig PATH]
+    python -m rayconformance.clusters.local.bench_pod_ready [--cluster local-cpu] [--repeat 3] [--kubeconfig PATH]
 
 Without --kubeconfig it brings up its own test bed (waiting for the machine's test-bed lock) and tears it down
 afterwards. Measured: a plain Pod (busybox `sleep`, no probes), a Pod with a readiness probe (python http.server,
@@ -124,7 +124,7 @@ def run(kube: Kube, repeat: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m clusters.local.bench_pod_ready", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m rayconformance.clusters.local.bench_pod_ready", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cluster", default="local-cpu")
     ap.add_argument("--repeat", type=int, default=3)

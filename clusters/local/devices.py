@@ -19,7 +19,7 @@ from typing import Callable, Iterable
 
 import grpc
 
-from clusters.deviceplugin import api
+from rayconformance.clusters.deviceplugin import api
 
 log = logging.getLogger("devices")
 
@@ -299,5 +299,5 @@ class DeviceManager:
 def plugin_command(node: str, count: int, plugin_dir, resource: str = "nvidia.com/gpu",
                    python: str = sys.executable, poll_seconds: float = 1.0) -> list[str]:
     """The command line of the fake device plugin for one node (run it from the repository root)."""
-    return [python, "-m", "clusters.deviceplugin", "--resource", resource, "--count", str(count),
+    return [python, "-m", "rayconformance.clusters.deviceplugin", "--resource", resource, "--count", str(count),
             "--node-name", node, "--plugin-dir", str(plugin_dir), "--poll-interval", str(poll_seconds)]

@@ -33,7 +33,7 @@ class NodesError(RuntimeError):
 
 
 def start_agent(defn: ClusterDefinition, state: Path) -> int:
-    return procs.spawn(state, AGENT, [sys.executable, "-m", "clusters.local.nodeagent", "--cluster", str(defn.path),
+    return procs.spawn(state, AGENT, [sys.executable, "-m", "rayconformance.clusters.local.nodeagent", "--cluster", str(defn.path),
                                       "--state", str(state)], cwd=REPO)
 
 
@@ -93,7 +93,7 @@ def _sh(*argv: str) -> subprocess.CompletedProcess:
 
 def _our_processes() -> list[int]:
     marker = MARKER.encode() + b"="
-    commands = (b"clusters.local.nodeagent", PLUGIN_MODULE.encode())
+    commands = (b"rayconformance.clusters.local.nodeagent", PLUGIN_MODULE.encode())
     me = os.getpid()
     out = []
     for d in Path("/proc").iterdir():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from fixtures import ray
+from rayconformance.fixtures import ray
 
 
 def pods(api: client.ApiClient, namespace: str, cluster: str, node_type: str | None = None) -> list:
@@ -43,7 +43,7 @@ def is_provisioned(obj: dict | None) -> bool:
 
 def create_provisioned(api: client.ApiClient, namespace: str, body: dict, timeout: float) -> tuple[ray.RayResources, dict]:
     """Create the RayCluster and wait for RayClusterProvisioned=True; returns its resources and the object."""
-    from fixtures.waiting import wait_for
+    from rayconformance.fixtures.waiting import wait_for
 
     rc = ray.RayResources(api, namespace, "RayCluster")
     name = body["metadata"]["name"]
@@ -59,7 +59,7 @@ def run_ray_job(api: client.ApiClient, namespace: str, svc: str, code: str, time
     """Run Python code in the Ray cluster as a Ray job (Jobs API on the head Service); its logs on success."""
     import uuid
 
-    from fixtures.waiting import wait_for
+    from rayconformance.fixtures.waiting import wait_for
 
     sid = f"rc-{uuid.uuid4().hex[:8]}"
     wait_for(lambda: (ray.submit_job(api, namespace, svc, f'python -c "{code}"', sid)[0] == 200, True), timeout,

@@ -6,8 +6,8 @@ import uuid
 import pytest
 from kubernetes import client
 
-from fixtures import ray
-from fixtures.waiting import wait_for
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.waiting import wait_for
 
 from .helpers import create_provisioned, describe_pods, pods, run_ray_job, running_ready
 

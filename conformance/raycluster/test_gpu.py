@@ -8,7 +8,7 @@ import re
 import pytest
 from kubernetes import client
 
-from fixtures import ray
+from rayconformance.fixtures import ray
 
 from .helpers import create_provisioned, describe_pods, pods, run_ray_job
 

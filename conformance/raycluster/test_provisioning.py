@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from fixtures import ray
-from fixtures.waiting import wait_for
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.waiting import wait_for
 
 from .helpers import alive_ray_nodes, create_provisioned, describe_pods, pods, running_ready
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures import ray
-from fixtures.waiting import wait_for
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.waiting import wait_for
 
 from .helpers import create_provisioned, describe_pods, pods
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from fixtures import ray
+from rayconformance.fixtures import ray
 
 
 def status(obj: dict | None) -> dict:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from fixtures import ray
-from fixtures.waiting import wait_for
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.waiting import wait_for
 
 from .helpers import cluster_exists, describe, status, submitter_jobs, submitter_pods
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from fixtures import faults, ray
-from fixtures.waiting import wait_for
+from rayconformance.fixtures import faults, ray
+from rayconformance.fixtures.waiting import wait_for
 
 from .helpers import describe, status, submitter_pods
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures import ray
-from fixtures.waiting import wait_for
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.waiting import wait_for
 
 from .helpers import describe, ray_clusters, status, submitter_jobs
 

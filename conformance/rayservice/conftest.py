@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures import gateway as gw
+from rayconformance.fixtures import gateway as gw
 
 
 @pytest.fixture(scope="session")

@@ -2,9 +2,9 @@
 upgrades and the load generator's traffic during them."""
 from __future__ import annotations
 
-from fixtures import ray
-from fixtures.traffic import LoadGenerator, answered, summary
-from fixtures.waiting import wait_for
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.traffic import LoadGenerator, answered, summary
+from rayconformance.fixtures.waiting import wait_for
 
 
 def serve_service(obj: dict) -> str:

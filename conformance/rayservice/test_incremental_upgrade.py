@@ -8,9 +8,9 @@ import datetime as dt
 import pytest
 from kubernetes import client
 
-from fixtures import ray
-from fixtures.traffic import summary
-from fixtures.waiting import wait_for
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.traffic import summary
+from rayconformance.fixtures.waiting import wait_for
 
 from .helpers import (active_cluster, deploy, describe, final_stats, pending_cluster, start_traffic, status,
                       trigger_upgrade)

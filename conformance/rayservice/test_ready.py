@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from fixtures import ray
-from fixtures.waiting import wait_for
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.waiting import wait_for
 
 from .helpers import active_cluster, answer, deploy, describe, pending_cluster, status
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from fixtures import ray
-from fixtures.traffic import summary
-from fixtures.waiting import wait_for
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.traffic import summary
+from rayconformance.fixtures.waiting import wait_for
 
 from .helpers import (active_cluster, deploy, describe, elapsed, final_stats, pending_cluster, start_traffic,
                       trigger_upgrade, wait_switched)

@@ -9,8 +9,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def bed_kubeconfig():
-    from clusters.local import definition
-    from clusters.local.testbed import TestBed
+    from rayconformance.clusters.local import definition
+    from rayconformance.clusters.local.testbed import TestBed
 
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
     bed = TestBed(definition.load("local-gpu"))

@@ -17,8 +17,8 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from fixtures import ray
-from fixtures.namespaces import RUN_LABEL
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.namespaces import RUN_LABEL
 from tests.suiterun import RUN_ID, derive_profile, run_suite
 
 pytestmark = [pytest.mark.integration, pytest.mark.breaks]

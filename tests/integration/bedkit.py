@@ -8,11 +8,11 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from clusters.local import definition, nodes, procs
-from clusters.local.nodeagent.kube import ApiError, Kube
-from clusters.local.nodeagent.sandbox import MARKER
-from clusters.local.testbed import TestBed
-from fixtures.waiting import wait_for
+from rayconformance.clusters.local import definition, nodes, procs
+from rayconformance.clusters.local.nodeagent.kube import ApiError, Kube
+from rayconformance.clusters.local.nodeagent.sandbox import MARKER
+from rayconformance.clusters.local.testbed import TestBed
+from rayconformance.fixtures.waiting import wait_for
 
 os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
 

@@ -9,8 +9,8 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from clusters.local import definition, network
-from clusters.local.testbed import TestBed
+from rayconformance.clusters.local import definition, network
+from rayconformance.clusters.local.testbed import TestBed
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bedkit import alive, kill_agent, cstatus, phase, pod_manifest, pod_processes, until
-from clusters.local import nodes, procs
-from clusters.local.nodeagent import devices
+from rayconformance.clusters.local import nodes, procs
+from rayconformance.clusters.local.nodeagent import devices
 
 pytestmark = pytest.mark.integration
 
@@ -66,7 +66,7 @@ def test_the_plugin_registers_and_the_node_shows_its_gpus(gpu):
     pid = plugin_pid(c)
     assert pid, f"no fake device plugin runs for {GPU_NODE} ({c.state}/pids/{PLUGIN}.pid)"
     cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert b"clusters.deviceplugin" in cmd and b"--count" in cmd and cmd[cmd.index(b"--count") + 1] == b"4", cmd
+    assert b"rayconformance.clusters.deviceplugin" in cmd and b"--count" in cmd and cmd[cmd.index(b"--count") + 1] == b"4", cmd
     sockets = sorted(p.name for p in devices.plugin_dir(c.state, GPU_NODE).iterdir() if p.is_socket())
     assert sockets == ["fake-nvidia.com-gpu.sock", "kubelet.sock"], sockets
     assert f"registered {GPU} with" in log_of(c, PLUGIN), "the plugin's log shows no registration"

@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from bedkit import alive, kill_agent, cstatus, phase, pod_manifest, pod_processes, ready, until
-from clusters.local import nodes
+from rayconformance.clusters.local import nodes
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
-from fixtures import namespaces, operator, profiles
+from rayconformance.fixtures import namespaces, operator, profiles
 from tests.suiterun import derive_profile, run_suite
 
 pytestmark = pytest.mark.integration

@@ -6,7 +6,7 @@ import urllib.request
 import pytest
 
 from bedkit import phase, until
-from clusters.local import dns
+from rayconformance.clusters.local import dns
 
 pytestmark = pytest.mark.integration
 

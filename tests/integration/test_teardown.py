@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from bedkit import Cluster, pod_manifest, ready
-from clusters.local import definition, network, nodes, procs
-from clusters.local.paths import CACHE
-from clusters.local.testbed import TestBed
+from rayconformance.clusters.local import definition, network, nodes, procs
+from rayconformance.clusters.local.paths import CACHE
+from rayconformance.clusters.local.testbed import TestBed
 
 pytestmark = pytest.mark.integration
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from clusters.deviceplugin import api
-from clusters.deviceplugin.plugin import FakeDevicePlugin
-from clusters.local.devices import AllocationError, DeviceManager, plugin_command
-from fixtures.providers.kind import device_plugin_manifest
+from rayconformance.clusters.deviceplugin import api
+from rayconformance.clusters.deviceplugin.plugin import FakeDevicePlugin
+from rayconformance.clusters.local.devices import AllocationError, DeviceManager, plugin_command
+from rayconformance.fixtures.providers.kind import device_plugin_manifest
 
 from .polling import wait_until
 

@@ -7,8 +7,8 @@ from types import SimpleNamespace as NS
 import pytest
 from kubernetes import client
 
-from fixtures import diagnostics, kube
-from fixtures.diagnostics import REDACTED, collect, redact, scrub, secret_values
+from rayconformance.fixtures import diagnostics, kube
+from rayconformance.fixtures.diagnostics import REDACTED, collect, redact, scrub, secret_values
 
 PASSWORD = "hunter2-very-secret"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixtures.providers import ProviderError, make_provider
-from fixtures.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider, load_definition
+from rayconformance.fixtures.providers import ProviderError, make_provider
+from rayconformance.fixtures.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider, load_definition
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGES = ["rayproject/ray:2.46.0", "quay.io/kuberay/operator:v1.6.1", "redis:7.4.0", "python:3.11-slim"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures import diagnostics, namespaces
+from rayconformance.fixtures import diagnostics, namespaces
 
 calls = []
 

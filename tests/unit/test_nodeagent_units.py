@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from clusters.local.nodeagent import devices, env, sandbox, status, volumes
+from rayconformance.clusters.local.nodeagent import devices, env, sandbox, status, volumes
 
 from .polling import wait_until
 
@@ -141,7 +141,7 @@ def gpu_state():
     import tempfile
     from pathlib import Path
 
-    from clusters.local import procs
+    from rayconformance.clusters.local import procs
     d = Path(tempfile.mkdtemp(prefix="na-", dir="/tmp"))
     yield d
     for f in (d / "pids").glob("*.pid"):
@@ -150,7 +150,7 @@ def gpu_state():
 
 
 def test_gpus_come_from_the_fake_device_plugin(gpu_state):
-    from clusters.local import definition, procs
+    from rayconformance.clusters.local import definition, procs
     defn = definition.load("local-gpu")
     changed = []
     g = devices.PluginDevices(defn, gpu_state, on_change=changed.append, restart_backoff=0.5)
@@ -211,8 +211,8 @@ def test_gpus_come_from_the_fake_device_plugin(gpu_state):
 def test_image_rules_and_on_demand_ray_venv(tmp_path, monkeypatch):
     import threading
 
-    from clusters.local import definition
-    from clusters.local.nodeagent import images
+    from rayconformance.clusters.local import definition
+    from rayconformance.clusters.local.nodeagent import images
     monkeypatch.setattr(images, "VENVS", tmp_path)
     gate = threading.Event()
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures import features
-from fixtures.plugin import RUN
+from rayconformance.fixtures import features
+from rayconformance.fixtures.plugin import RUN
 
 from .conftest import usage_error
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures import profiles
+from rayconformance.fixtures import profiles
 
 
 @pytest.mark.parametrize("name", profiles.known())

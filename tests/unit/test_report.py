@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import jsonschema
 import pytest
 
-from fixtures import report
-from fixtures.report import Record
+from rayconformance.fixtures import report
+from rayconformance.fixtures.report import Record
 
 from .conftest import usage_error
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures import features
+from rayconformance.fixtures import features
 
 from .conftest import SAMPLE_TESTS
 

@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from fixtures.waiting import Timeouts, wait_for
+from rayconformance.fixtures.waiting import Timeouts, wait_for
 
 
 def test_returns_the_value_once_the_probe_is_ok():

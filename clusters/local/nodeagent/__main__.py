@@ -1,4 +1,4 @@
-"""`python -m clusters.local.nodeagent --cluster <definition> --state <dir>`: run the node agent (root)."""
+"""`python -m rayconformance.clusters.local.nodeagent --cluster <definition> --state <dir>`: run the node agent (root)."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +11,7 @@ from . import agent
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m clusters.local.nodeagent", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m rayconformance.clusters.local.nodeagent", description=__doc__)
     ap.add_argument("--cluster", required=True, help="cluster definition name or path")
     ap.add_argument("--state", required=True, type=Path, help="the test bed's state dir (admin.kubeconfig, pki/)")
     ap.add_argument("--verbose", action="store_true")

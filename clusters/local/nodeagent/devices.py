@@ -2,7 +2,7 @@
 
 Per GPU node (`gpus` > 0 in the cluster definition) the agent serves the kubelet side of the device-plugin API
 (`clusters/local/devices.py: DeviceManager`) on `<state>/device-plugins/<node>/kubelet.sock` and runs the
-project's fake device plugin (`python -m clusters.deviceplugin --count <gpus>`) against it, as a process of its
+project's fake device plugin (`python -m rayconformance.clusters.deviceplugin --count <gpus>`) against it, as a process of its
 own (`<state>/pids/deviceplugin-<node>.pid`, log `<state>/logs/deviceplugin-<node>.log`) - the stand-in for the
 plugin's DaemonSet Pod. Like that Pod it outlives an agent crash: the next agent adopts it, and it registers again
 because the new manager replaced its sockets. If it exits, it is started again after a back-off.
@@ -30,7 +30,7 @@ log = logging.getLogger("nodeagent.devices")
 
 GPU = "nvidia.com/gpu"
 PLUGIN_PROCESS = "deviceplugin"  # procs name prefix: deviceplugin-<node>
-PLUGIN_MODULE = "clusters.deviceplugin"
+PLUGIN_MODULE = "rayconformance.clusters.deviceplugin"
 PLUGIN_DIRS = "device-plugins"  # under the state dir
 RESTART_BACKOFF = 5.0  # seconds a dead plugin stays down before it is started again
 SUPERVISE_EVERY = 1.0

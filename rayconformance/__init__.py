@@ -1,0 +1,6 @@
+"""rayconformance: the installed import package of the suite.
+
+The repository keeps its folders (`fixtures/`, `clusters/`); `pyproject.toml` maps them into this one
+package, so the plugin is `rayconformance.fixtures` and the cluster code `rayconformance.clusters`. Nothing
+imports a top-level `fixtures` or `clusters`: those names belong to other distributions.
+"""
