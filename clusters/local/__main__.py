@@ -5,7 +5,8 @@ import argparse
 import sys
 import time
 
-from . import controlplane, definition, network
+from .. import definition
+from . import controlplane, network
 from .testbed import TestBed
 
 

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import definition
+from .. import definition
 from .testbed import TestBed
 
 

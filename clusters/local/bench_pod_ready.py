@@ -18,7 +18,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from . import definition
+from .. import definition
 from .nodeagent.kube import ApiError, Kube
 from .paths import versions
 

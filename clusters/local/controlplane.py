@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from . import certs, procs
-from .definition import ClusterDefinition
+from ..definition import ClusterDefinition
 from .paths import tool
 
 ETCD_CLIENT_PORT = 2379

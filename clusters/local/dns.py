@@ -13,7 +13,7 @@ import struct
 from pathlib import Path
 
 from . import procs
-from .definition import ClusterDefinition
+from ..definition import ClusterDefinition
 from .paths import tool
 
 NAME = "coredns"

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from . import procs
-from .definition import ClusterDefinition
+from ..definition import ClusterDefinition
 from .nodeagent.agent import HOST_PATHS_REGISTRY
 from .nodeagent.devices import GPU, PLUGIN_DIRS, PLUGIN_MODULE, PLUGIN_PROCESS
 from .nodeagent.sandbox import BRIDGE_PREFIX, MARKER, NETNS_PREFIX, VETH_PREFIX

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from . import controlplane, network, procs
-from .definition import ClusterDefinition
+from ..definition import ClusterDefinition
 from .paths import tool
 
 NAME = "kube-proxy"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import controlplane, network, procs
-from .definition import ClusterDefinition
+from ..definition import ClusterDefinition
 from .paths import CACHE, LOCK_FILE, STATE_ROOT, state_dir
 
 

@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def bed_kubeconfig():
-    from rayconformance.clusters.local import definition
+    from rayconformance.clusters import definition
     from rayconformance.clusters.local.testbed import TestBed
 
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from rayconformance.clusters.local import definition, nodes, procs
+from rayconformance.clusters import definition
+from rayconformance.clusters.local import nodes, procs
 from rayconformance.clusters.local.nodeagent.kube import ApiError, Kube
 from rayconformance.clusters.local.nodeagent.sandbox import MARKER
 from rayconformance.clusters.local.testbed import TestBed

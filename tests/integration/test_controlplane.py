@@ -9,7 +9,8 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from rayconformance.clusters.local import definition, network
+from rayconformance.clusters import definition
+from rayconformance.clusters.local import network
 from rayconformance.clusters.local.testbed import TestBed
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from bedkit import Cluster, pod_manifest, ready
-from rayconformance.clusters.local import definition, network, nodes, procs
+from rayconformance.clusters import definition
+from rayconformance.clusters.local import network, nodes, procs
 from rayconformance.clusters.local.paths import CACHE
 from rayconformance.clusters.local.testbed import TestBed
 

@@ -150,7 +150,8 @@ def gpu_state():
 
 
 def test_gpus_come_from_the_fake_device_plugin(gpu_state):
-    from rayconformance.clusters.local import definition, procs
+    from rayconformance.clusters import definition
+    from rayconformance.clusters.local import procs
     defn = definition.load("local-gpu")
     changed = []
     g = devices.PluginDevices(defn, gpu_state, on_change=changed.append, restart_backoff=0.5)
@@ -211,7 +212,7 @@ def test_gpus_come_from_the_fake_device_plugin(gpu_state):
 def test_image_rules_and_on_demand_ray_venv(tmp_path, monkeypatch):
     import threading
 
-    from rayconformance.clusters.local import definition
+    from rayconformance.clusters import definition
     from rayconformance.clusters.local.nodeagent import images
     monkeypatch.setattr(images, "VENVS", tmp_path)
     gate = threading.Event()

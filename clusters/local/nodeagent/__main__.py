@@ -6,7 +6,7 @@ import logging
 import sys
 from pathlib import Path
 
-from .. import definition
+from ... import definition
 from . import agent
 
 

@@ -26,7 +26,7 @@ from .sandbox import Network, Sandbox
 from .containers import Proc
 from .store import Store
 from .volumes import Tokens, Volumes
-from ..definition import ClusterDefinition, NodeDef
+from ...definition import ClusterDefinition, NodeDef
 
 log = logging.getLogger("nodeagent")
 # Directories that had to be created on the host's own tree for a mount target (see cinit.py); teardown

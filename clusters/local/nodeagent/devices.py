@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Protocol
 from kubernetes.utils.quantity import parse_quantity
 
 from .. import procs
-from ..definition import ClusterDefinition
+from ...definition import ClusterDefinition
 from ..devices import DeviceError, DeviceManager, plugin_command
 
 log = logging.getLogger("nodeagent.devices")

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..definition import ClusterDefinition
+from ...definition import ClusterDefinition
 from ..paths import CACHE
 
 log = logging.getLogger("nodeagent.images")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .kube import ApiError, MERGE, SMP
 from .status import rfc3339
-from ..definition import ClusterDefinition, NodeDef
+from ...definition import ClusterDefinition, NodeDef
 from ..paths import versions
 
 log = logging.getLogger("nodeagent.node")

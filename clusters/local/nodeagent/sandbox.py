@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from . import procutil
-from ..definition import ClusterDefinition, NodeDef
+from ...definition import ClusterDefinition, NodeDef
 
 log = logging.getLogger("nodeagent.sandbox")
 MARKER = "RAYCONFORMANCE_POD"  # env var carried by every process of a Pod (uid): the sweep finds strays by it

@@ -1,4 +1,8 @@
-"""Cluster definitions (clusters/*.yaml): loading and validation into plain dataclasses."""
+"""Cluster definitions (clusters/*.yaml), for every provider: loading and validation into plain dataclasses.
+
+The common keys (name, provider) and the local test bed's sections (network, nodes, images) are parsed here;
+a provider reads its own section (e.g. `kindCluster`) from `raw`.
+"""
 from __future__ import annotations
 
 import fnmatch
@@ -8,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-CLUSTERS_DIR = Path(__file__).resolve().parent.parent
+CLUSTERS_DIR = Path(__file__).resolve().parent
 
 
 class DefinitionError(ValueError):
