@@ -4,8 +4,6 @@ One agent process serves every Node of a cluster definition. Per Pod it builds a
 UTS and IPC namespaces held by a small "pause" process) and runs each container as PID 1 of its own PID
 namespace, so signals behave as in a real container (a shell without a SIGTERM handler ignores SIGTERM).
 
-Modules: `agent` (wiring, adoption), `kube` (API access), `node` (Node, Lease, status), `pods` (watch and
-per-Pod lifecycle), `status` (phase and conditions), `sandbox` (namespaces, network, files), `volumes`,
-`containers` (processes), `probes` (probes and hooks), `env`, `images`, `devices` (GPUs), `logs`,
-`store` (state that survives an agent restart), `cinit` (runs inside the namespaces; stdlib only).
+The Pod lifecycle follows the kubelet's own split: `podwatch` (Pod source), `podworker` (sync loop), `runtime`,
+`termination`, `probemanager`, `statusmanager`, `restart`. README.md has one line per module.
 """

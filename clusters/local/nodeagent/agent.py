@@ -21,9 +21,11 @@ from . import devices, logs
 from .images import Images
 from .kube import Kube
 from .node import NodeManager, capacity, kubelet_port
-from .pods import TERMINAL, PodWatch, PodWorker
+from .podwatch import PodWatch
+from .podworker import PodWorker
 from .sandbox import Network, Sandbox
 from .containers import Proc
+from .status import TERMINAL
 from .store import Store
 from .volumes import Tokens, Volumes
 from ...definition import ClusterDefinition, NodeDef

@@ -31,6 +31,9 @@ class ProberManager:
         self.kick()
 
     def _start_probers(self, c: CState, adopted: bool = False) -> None:
+        """Probers for the container's current run; an adopted run keeps its readiness and started state."""
+        if not adopted:
+            self.probe_state[c.name] = {}
         spec = self.spec_of(c.name)
         proc = c.proc
         target = probes.Target(self.sandbox.ip or self.agent.defn.host_address, spec, proc)

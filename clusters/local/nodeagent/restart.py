@@ -1,13 +1,15 @@
 """Restart policy and back-off: whether an exited container runs again, and how long it waits first.
 
-Pure functions: no I/O, the clock is passed in. A crashed container waits 0 s, then 10 s, doubling up to 300 s;
-a run that lasted 600 s or more starts the count afresh. A failed image pull alternates between ErrImagePull
-(retried after RETRY) and ImagePullBackOff (10 s * 2^(failures - 2), at most 300 s).
+Pure functions: no I/O, the clock is passed in. A crashed container waits 0 s, then 10 s, doubling up to
+300 s; a run that lasted 600 s or more starts the count afresh. A failed image pull alternates between
+ErrImagePull (retried after RETRY) and ImagePullBackOff (10 s * 2^(failures - 2), at most 300 s).
+Also the Pod worker's own retry and resync periods.
 """
 from __future__ import annotations
 
 BACKOFF_INITIAL, BACKOFF_MAX, BACKOFF_RESET = 10.0, 300.0, 600.0
 RETRY = 2.0  # a failed step (sandbox, mount, image pull, config, status patch) is tried again this much later
+RESYNC = 10.0  # a Pod worker reconciles at least this often
 
 
 def should_restart(kind: str, policy: str, exit_code: int) -> bool:

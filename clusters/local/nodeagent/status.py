@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from .containers import Proc
 
+TERMINAL = ("Succeeded", "Failed")
+
 
 def rfc3339(t: float | None) -> str | None:
     if t is None:
