@@ -1,10 +1,9 @@
 """The Pod worker: one thread per Pod bound to our Nodes, reconciling it on every wake-up.
 
-A wake-up is a watch event, a container exit, a probe result or a timer. Each pass: exits -> deletion or
-termination if due -> admission (devices) -> activeDeadlineSeconds -> sandbox -> volumes -> containers
-(`runtime`) -> probe kills and readiness (`probemanager`) -> phase -> status (`statusmanager`) -> the Pod's
-record, which holds everything a restarted agent needs to re-adopt the running containers. Deletion and
-shutdown are in `termination`.
+A wake-up is a watch event, a container exit, a probe result or a timer. Each pass: exits -> termination, if
+the Pod is being deleted (`termination`) -> admission (devices) -> activeDeadlineSeconds -> sandbox -> volumes
+-> containers (`runtime`) -> probe kills and readiness (`probemanager`) -> phase -> status (`statusmanager`) ->
+the Pod's record, which holds everything a restarted agent needs to re-adopt the running containers.
 """
 from __future__ import annotations
 

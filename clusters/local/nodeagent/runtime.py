@@ -1,6 +1,6 @@
 """The container runtime side of a Pod: which container starts next, how a run starts, and what an exit means.
 
-Init containers run one at a time in order (a sidecar only has to be started), app containers once all are done.
+Init containers run one at a time in order (a sidecar need only have started), app containers once all are done.
 A run gets its image's runtime, its environment, its mounts (the Pod's private `/tmp`, volumes with subPath,
 `/etc/hosts`, `/etc/resolv.conf`, `/etc/hostname`), a fresh log file (the previous run's is kept) and its
 postStart hook. An exit becomes a terminated state, or a restart after the crash back-off of `restart`.
