@@ -178,7 +178,8 @@ class PodWorker(ContainerRuntime, Termination, ProberManager, StatusManager):
             return
         ads = self.pod["spec"].get("activeDeadlineSeconds")
         if ads is not None and self.start_time and now >= self.start_time + float(ads):
-            self.reason, self.message = "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+            self.reason = "DeadlineExceeded"
+            self.message = "Pod was active on the node longer than the specified deadline"
             self.event("Normal", "DeadlineExceeded", self.message)
             self._kill_everything()
             self.phase = "Failed"
@@ -248,7 +249,8 @@ class PodWorker(ContainerRuntime, Termination, ProberManager, StatusManager):
             return True
         try:
             self.volume_paths = self.agent.volumes.setup(self.pod, self.dir, self.sandbox.ip,
-                                                         self.agent.defn.host_address, self.agent.allocatable(self.node))
+                                                         self.agent.defn.host_address,
+                                                         self.agent.allocatable(self.node))
             self.volumes_at = now
             return True
         except (VolumeError, envmod.EnvError, ApiError, OSError) as e:
