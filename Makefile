@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: conformance test test-breaks unit setup deps tools venv down clean
+.PHONY: conformance test test-breaks unit setup deps tools venv down clean kind-deps kind-tools engine-up engine-down
 
 conformance: setup
 	$(PY) -m pytest conformance $(CONFORMANCE_ARGS)
@@ -39,6 +39,20 @@ $(VENV)/.installed: pyproject.toml
 
 down: venv
 	$(PY) -m rayconformance.clusters.local down
+	bash clusters/kind/engine.sh down
+
+# kind provider (clusters/kind/README.md): the project's own Docker engine where none runs, and kind's tools
+kind-deps:
+	bash clusters/kind/install-deps.sh
+
+kind-tools: kind-deps
+	bash clusters/kind/build-kind-tools.sh
+
+engine-up: kind-deps
+	bash clusters/kind/engine.sh up
+
+engine-down:
+	bash clusters/kind/engine.sh down
 
 clean: down
 	rm -rf reports/*/ $(VENV)

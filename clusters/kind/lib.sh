@@ -1,0 +1,39 @@
+# Shared helpers for clusters/kind/*.sh (sourced).
+# shellcheck shell=bash
+
+# The Debian mirror this machine's apt uses (first `URIs:` / `deb` line naming the main archive):
+# debootstrap fetches from the same place apt does, so the scripts name no host themselves.
+debian_mirror() {
+  local u
+  u=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ {for (i = 2; i <= NF; i++) print $i}' |
+      grep -v -- '-security' | head -1)
+  [ -n "$u" ] || u=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+      awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; break}}' | grep -v -- '-security' | head -1)
+  [ -n "$u" ] || { echo "no Debian mirror found in /etc/apt/sources.list*" >&2; return 1; }
+  echo "$u"
+}
+
+# debootstrap_base SUITE DIR: a minbase rootfs in DIR (cached: skipped when DIR/.complete exists)
+debootstrap_base() {
+  local suite=$1 dir=$2 mirror
+  [ -f "$dir/.complete" ] && return 0
+  mirror=$(debian_mirror)
+  rm -rf "$dir"; mkdir -p "$(dirname "$dir")"
+  debootstrap --variant=minbase "$suite" "$dir" "$mirror"
+  touch "$dir/.complete"
+}
+
+# chroot_apt DIR PKG...: install Debian packages into a rootfs (proc/sys/dev mounted for the duration)
+chroot_apt() {
+  local dir=$1; shift
+  cp /etc/resolv.conf "$dir/etc/resolv.conf"
+  mount -t proc proc "$dir/proc"; mount --bind /dev "$dir/dev"
+  local rc=0
+  chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get update -qq || rc=$?
+  [ $rc = 0 ] && { chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" || rc=$?; }
+  chroot "$dir" apt-get clean || true
+  rm -rf "$dir/var/lib/apt/lists/"*
+  umount "$dir/dev" "$dir/proc"
+  : > "$dir/etc/resolv.conf"
+  return $rc
+}
