@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures import faults, ray
+from rayconformance.fixtures import ray
 from rayconformance.fixtures.waiting import wait_for
 
 from .helpers import describe, status, submitter_pods
@@ -23,9 +23,9 @@ def ray_jobs_with_entrypoint(k8s, namespace: str, svc: str) -> list[dict]:
 
 @pytest.mark.feature("RayJobSubmitterReconnection")
 @pytest.mark.parametrize("fault", ["network-cut", "pod-deletion"])
-def test_new_submitter_attaches_to_running_job(k8s, namespace, ray_version, timeouts, cluster, fault):
-    if fault == "network-cut" and not faults.can_cut_network(cluster):
-        pytest.skip(f"provider {cluster.provider} cannot cut a Pod's network; the pod-deletion form covers it")
+def test_new_submitter_attaches_to_running_job(k8s, namespace, ray_version, timeouts, provider, fault):
+    if fault == "network-cut" and not provider.supports("cut_pod_network"):
+        pytest.skip(f"provider {provider.name} cannot cut a Pod's network; the pod-deletion form covers it")
     rj = ray.RayResources(k8s, namespace, "RayJob")
     body = ray.sample("rayjob-basic", ray_version)
     body["spec"]["entrypoint"] = ENTRYPOINT
@@ -47,7 +47,7 @@ def test_new_submitter_attaches_to_running_job(k8s, namespace, ray_version, time
     job_id = status(rj.get(name))["jobId"]
 
     if fault == "network-cut":
-        faults.cut_pod_network(cluster, pod)
+        provider.cut_pod_network(pod)
     else:
         core.delete_namespaced_pod(pod.metadata.name, namespace)
 

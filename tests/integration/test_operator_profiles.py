@@ -9,6 +9,7 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
+from rayconformance.clusters.local.paths import tool
 from rayconformance.fixtures import namespaces, operator, profiles
 from tests.suiterun import derive_profile, run_suite
 
@@ -69,7 +70,8 @@ def test_claimed_feature_the_operator_lacks_fails_naming_it(cpu, tmp_path):
 def test_sweep_releases_finalizers_no_operator_will_remove(cpu):
     """A RayJob whose operator is gone keeps its namespace Terminating forever; the end-of-run sweep releases it."""
     profile = profiles.load("kuberay-v1.6.1")
-    crds = [o for o in operator.render(profile.install["local"], {}, profile.path.parent)
+    crds = [o for o in operator.render(profile.install["local"], {}, profile.path.parent,
+                                          str(tool("kubernetes", "kubectl")))
             if o["kind"] == "CustomResourceDefinition"]
     operator.create_all(crds, cpu.api)  # no operator: nothing will remove the finalizer
     try:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rayconformance.clusters import definition as definitions
 from rayconformance.fixtures.providers import ProviderError, make_provider
 from rayconformance.fixtures.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider, load_definition
 
@@ -64,7 +65,7 @@ class Clock:
 
 def provider(definition, run_dir, runner, keep=False, missing_tools=()):
     clock = Clock()
-    p = KindProvider(definition, run_dir, keep=keep, runner=runner, clock=clock, sleep=clock.sleep,
+    p = KindProvider(definitions.load(definition), run_dir, keep=keep, runner=runner, clock=clock, sleep=clock.sleep,
                      which=lambda t: None if t in missing_tools else f"/usr/bin/{t}")
     return p, clock
 
@@ -213,9 +214,9 @@ def test_node_image_and_definition_checks(tmp_path):
     d["kindCluster"]["fakeGPUs"] = {"perNode": 2, "image": "rayproject/ray:2.46.0"}  # no labelled node
     path.write_text(yaml.safe_dump(d))
     with pytest.raises(ProviderError, match="nvidia.com/gpu.present"):
-        load_definition(str(path))
+        load_definition(definitions.load(str(path)))
     with pytest.raises(ProviderError, match="for provider 'local', not 'kind'"):
-        load_definition("local-cpu")
+        make_provider("kind", "local-cpu", tmp_path)
 
 
 def test_make_provider_builds_the_kind_provider(tmp_path):

@@ -16,7 +16,7 @@ def options_of(pytester: pytest.Pytester, *args: str):
 
 def test_defaults(suite, pytester):
     o = options_of(pytester)
-    assert (o.provider, o.cluster, o.profile.name, o.mode) == ("local", "local-cpu", "kuberay-v1.6.1", "default")
+    assert (o.provider, o.cluster_name, o.profile.name, o.mode) == ("local", "local-cpu", "kuberay-v1.6.1", "default")
     assert o.timeout_scale == 1.0 and not o.keep_resources and o.skip_tests == () and o.run_test is None
     assert o.supported == frozenset(o.profile.features) and o.claimed_by == "profile kuberay-v1.6.1"
     assert o.run_dir.parent == pytester.path / "reports"
@@ -35,6 +35,12 @@ def test_command_line_beats_options_file_beats_defaults(suite, pytester):
     assert o.implementation["contact"] == ["@a", "@b"] and o.implementation["organization"] == "ray-project"
 
 
+def test_provider_and_cluster_definition_pick_each_other(suite, pytester):
+    assert (options_of(pytester, "--provider=kind").cluster_name) == "kind-cpu"
+    assert (options_of(pytester, "--cluster=kind-gpu").provider) == "kind"
+    assert (options_of(pytester, "--provider=existing").cluster) is None
+
+
 def test_all_features_and_exemptions(suite, pytester):
     o = options_of(pytester, "--all-features", "--exempt-features=RayClusterSuspend,RayJobSuspend")
     assert o.supported == set(features.NAMES) - {"RayClusterSuspend", "RayJobSuspend"}
@@ -49,7 +55,7 @@ features: [RayClusterProvisioning]
 
 
 @pytest.mark.parametrize("args, profile, expected", [
-    (["--provider=nope"], None, "unknown provider 'nope'; use --provider with one of: local, kind, existing"),
+    (["--provider=nope"], None, "unknown provider 'nope'; use --provider with one of: existing, kind, local"),
     (["--supported-features=RayClusterProvisioning,Teleport"], None,
      "unknown feature(s) Teleport in --supported-features; valid features: RayClusterProvisioning,"),
     (["--exempt-features=Teleport"], None, "unknown feature(s) Teleport in --exempt-features"),
@@ -68,7 +74,8 @@ features: [RayClusterProvisioning]
     (["--timeout-scale=0"], None, "--timeout-scale must be a number > 0, got '0'"),
     (["--timeout-scale=fast"], None, "--timeout-scale must be a number > 0, got 'fast'"),
     (["--run-id=a/b"], None, "--run-id 'a/b' is not usable"),
-    (["--provider=kind"], None, "cluster definition 'local-cpu' is for provider 'local', not 'kind'"),
+    (["--provider=kind", "--cluster=local-cpu"], None,
+     "cluster definition 'local-cpu' is for provider 'local', not 'kind'"),
     (["--cluster=nowhere"], None, "cluster definition 'nowhere' not found"),
     (["--conformance-options-file=missing.yaml"], None, "options file missing.yaml not found"),
 ])

@@ -1,0 +1,59 @@
+"""The provider registry: providers are the modules of fixtures/providers; capabilities are methods a provider
+may lack, asked for by name; --provider and --cluster pick each other."""
+from __future__ import annotations
+
+import pytest
+
+from rayconformance.fixtures import providers
+from rayconformance.fixtures.providers import CAPABILITIES, Provider, ProviderError, Unsupported
+
+
+def test_the_registry_is_the_package():
+    assert providers.names() == ["existing", "kind", "local"]
+    for name in providers.names():
+        cls = providers.provider_class(name)
+        assert issubclass(cls, Provider) and cls.name == name
+
+
+def test_unknown_provider_is_one_line():
+    with pytest.raises(ProviderError, match="unknown provider 'nope'; use --provider with one of: existing, kind, local"):
+        providers.provider_class("nope")
+
+
+def test_capabilities_are_what_a_provider_overrides(tmp_path):
+    local = providers.make_provider("local", None, tmp_path)
+    existing = providers.make_provider("existing", None, tmp_path)
+    assert {c for c in CAPABILITIES if local.supports(c)} == {"load_images", "cut_pod_network", "gpu_nodes"}
+    assert not any(existing.supports(c) for c in CAPABILITIES)
+    with pytest.raises(Unsupported, match="provider existing cannot cut a running Pod's network"):
+        existing.require("cut_pod_network")
+    with pytest.raises(Unsupported):
+        existing.gpu_nodes()
+    with pytest.raises(ValueError, match="unknown provider capability 'teleport'"):
+        local.supports("teleport")
+
+
+def test_provider_alone_picks_its_default_definition_and_definition_alone_its_provider():
+    assert providers.resolve("kind", None)[1].name == "kind-cpu"
+    assert providers.resolve(None, None)[1].name == "local-cpu"
+    assert providers.resolve(None, "kind-gpu")[0] == "kind"
+    assert providers.resolve("existing", "local-cpu") == ("existing", None)
+    with pytest.raises(ProviderError, match="is for provider 'local', not 'kind'"):
+        providers.resolve("kind", "local-gpu")
+
+
+def test_local_reports_gpu_nodes_and_unmapped_images(tmp_path):
+    gpu = providers.make_provider("local", "local-gpu", tmp_path)
+    assert gpu.gpu_nodes() and all(n > 0 for n in gpu.gpu_nodes().values())
+    assert providers.make_provider("local", "local-cpu", tmp_path).gpu_nodes() == {}
+    gpu.load_images(["rayproject/ray:2.46.0", "redis:7.4.0"])
+    with pytest.raises(ProviderError, match="no image rule .* maps nginx:1"):
+        gpu.load_images(["nginx:1"])
+
+
+def test_attach_gives_a_handle_that_never_takes_the_cluster_down(tmp_path):
+    cluster = providers.Cluster(provider="local", name="local-cpu", kubeconfig=tmp_path / "kubeconfig",
+                                definition="local-cpu")
+    p = providers.attach(cluster, tmp_path)
+    assert p.cluster is cluster and p.keep
+    p.down()  # nothing brought up, nothing taken down
