@@ -5,34 +5,39 @@ import pytest
 from kubernetes import client
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.waiting import wait_for
+from rayconformance.fixtures.expect.conditions import condition_must_be
+from rayconformance.fixtures.expect.raycluster import ray_must_list_alive_nodes, raycluster_must_report_ready_workers
+from rayconformance.fixtures.expect.workloads import describe_pods, running_and_ready
 
-from .helpers import alive_ray_nodes, create_provisioned, describe_pods, pods, running_ready
+from .helpers import create_provisioned
 
 
 @pytest.mark.feature("RayClusterProvisioning")
 def test_head_and_workers_provisioned(k8s, namespace, ray_version, timeouts):
+    """A RayCluster's head and worker Pods become Running and Ready; the cluster reports RayClusterProvisioned
+    and HeadPodReady, counts its ready workers, names its head Pod, exposes the head through a Service with the
+    GCS, dashboard and client ports, and Ray itself lists both nodes as alive."""
     body = ray.sample("raycluster-basic", ray_version)
     name = body["metadata"]["name"]
-    rc, obj = create_provisioned(k8s, namespace, body, timeouts.long)
+    _, obj = create_provisioned(k8s, namespace, body, timeouts.long)
 
-    cond = ray.condition(obj, "RayClusterProvisioned")
-    assert cond["reason"] == "AllPodRunningAndReadyFirstTime", f"RayClusterProvisioned reason: {cond}"
-    head_cond = ray.condition(obj, "HeadPodReady")
-    assert head_cond and head_cond["status"] == "True" and head_cond["reason"] == "HeadPodRunningAndReady", \
-        f"expected HeadPodReady=True/HeadPodRunningAndReady, observed {head_cond}"
+    condition_must_be(obj, "RayClusterProvisioned", "True", "AllPodRunningAndReadyFirstTime")
+    condition_must_be(obj, "HeadPodReady", "True", "HeadPodRunningAndReady")
 
-    heads, workers = pods(k8s, namespace, name, "head"), pods(k8s, namespace, name, "worker")
-    assert len(heads) == 1 and all(map(running_ready, heads)), f"expected 1 Running+Ready head, observed {describe_pods(heads)}"
-    assert len(workers) == 1 and all(map(running_ready, workers)), \
+    heads, workers = ray.cluster_pods(k8s, namespace, name, "head"), ray.cluster_pods(k8s, namespace, name, "worker")
+    assert len(heads) == 1 and all(map(running_and_ready, heads)), \
+        f"expected 1 Running+Ready head, observed {describe_pods(heads)}"
+    assert len(workers) == 1 and all(map(running_and_ready, workers)), \
         f"expected 1 Running+Ready worker in group small, observed {describe_pods(workers)}"
-    assert workers[0].metadata.labels.get("ray.io/group") == "small", workers[0].metadata.labels
+    assert workers[0].metadata.labels.get("ray.io/group") == "small", \
+        f"expected the worker Pod labelled ray.io/group=small, observed labels {workers[0].metadata.labels}"
 
-    status = obj["status"]
+    status = ray.status(obj)
     for key, want in (("readyWorkerReplicas", 1), ("desiredWorkerReplicas", 1), ("availableWorkerReplicas", 1)):
         assert status.get(key) == want, f"status.{key}: expected {want}, observed {status.get(key)}"
     head = status.get("head") or {}
-    assert head.get("podName") == heads[0].metadata.name, f"status.head.podName {head.get('podName')} != head Pod"
+    assert head.get("podName") == heads[0].metadata.name, \
+        f"status.head.podName: expected the head Pod {heads[0].metadata.name}, observed {head.get('podName')}"
 
     svc = client.CoreV1Api(k8s).read_namespaced_service(head["serviceName"], namespace)
     ports = {p.name: p.port for p in svc.spec.ports}
@@ -41,36 +46,24 @@ def test_head_and_workers_provisioned(k8s, namespace, ray_version, timeouts):
     assert svc.spec.selector.get("ray.io/cluster") == name and svc.spec.selector.get("ray.io/node-type") == "head", \
         f"head Service selector does not select the head Pod: {svc.spec.selector}"
 
-    wait_for(lambda: ((alive_ray_nodes(k8s, namespace, obj)[0] == 2), True), timeouts.medium,
-             "Ray's dashboard (through the head Service) to list 2 alive nodes",
-             observe=lambda: alive_ray_nodes(k8s, namespace, obj)[1])
+    ray_must_list_alive_nodes(k8s, namespace, obj, 2, timeouts.medium)
 
 
 @pytest.mark.feature("RayClusterManualScaling")
 def test_manual_scale_up_and_down(k8s, namespace, ray_version, timeouts):
+    """Changing a worker group's replicas scales the RayCluster: up to 2 workers, Running and Ready, counted in
+    status.readyWorkerReplicas and alive in Ray; then down to 0, leaving only the head alive in Ray."""
     body = ray.sample("raycluster-basic", ray_version)
     name = body["metadata"]["name"]
     rc, _ = create_provisioned(k8s, namespace, body, timeouts.long)
 
-    def workers_ready(n: int):
-        ws = pods(k8s, namespace, name, "worker")
-        obj = rc.get(name)
-        ok = (len(ws) == n and all(map(running_ready, ws))
-              and (obj.get("status") or {}).get("readyWorkerReplicas", 0) == n)
-        return ok, obj
+    def scale_to(replicas: int) -> None:
+        rc.patch(name, {"spec": {"workerGroupSpecs": [{**body["spec"]["workerGroupSpecs"][0], "replicas": replicas}]}})
 
-    def observe():
-        obj = rc.get(name) or {}
-        return (f"worker Pods: {describe_pods(pods(k8s, namespace, name, 'worker'))}; "
-                f"status.readyWorkerReplicas={(obj.get('status') or {}).get('readyWorkerReplicas')}")
+    scale_to(2)
+    obj = raycluster_must_report_ready_workers(k8s, namespace, name, 2, timeouts.long, what="scale up to 2")
+    ray_must_list_alive_nodes(k8s, namespace, obj, 3, timeouts.medium)
 
-    rc.patch(name, {"spec": {"workerGroupSpecs": [{**body["spec"]["workerGroupSpecs"][0], "replicas": 2}]}})
-    obj = wait_for(lambda: workers_ready(2), timeouts.long, "scale up to 2 Running+Ready workers", observe=observe)
-    wait_for(lambda: ((alive_ray_nodes(k8s, namespace, obj)[0] == 3), True), timeouts.medium,
-             "Ray to list 3 alive nodes after scale-up", observe=lambda: alive_ray_nodes(k8s, namespace, obj)[1])
-
-    rc.patch(name, {"spec": {"workerGroupSpecs": [{**body["spec"]["workerGroupSpecs"][0], "replicas": 0}]}})
-    wait_for(lambda: workers_ready(0), timeouts.medium, "scale down to 0 workers", observe=observe)
-    wait_for(lambda: ((alive_ray_nodes(k8s, namespace, obj)[0] == 1), True), timeouts.medium,
-             "Ray to list only the head as alive after scale-down",
-             observe=lambda: alive_ray_nodes(k8s, namespace, obj)[1])
+    scale_to(0)
+    raycluster_must_report_ready_workers(k8s, namespace, name, 0, timeouts.medium, what="scale down to 0")
+    ray_must_list_alive_nodes(k8s, namespace, obj, 1, timeouts.medium)

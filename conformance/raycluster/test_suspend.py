@@ -4,42 +4,34 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.waiting import wait_for
+from rayconformance.fixtures.expect.conditions import condition_must_be
+from rayconformance.fixtures.expect.raycluster import raycluster_must_be_resumed, raycluster_must_be_suspended
+from rayconformance.fixtures.expect.workloads import describe_pods
 
-from .helpers import create_provisioned, describe_pods, pods
-
-
-def cond_is(obj, ctype: str, status: str, reason: str | None = None) -> bool:
-    c = ray.condition(obj, ctype)
-    return c is not None and c["status"] == status and (reason is None or c.get("reason") == reason)
+from .helpers import create_provisioned
 
 
 @pytest.mark.feature("RayClusterSuspend")
 def test_suspend_and_resume(k8s, namespace, ray_version, timeouts):
+    """Suspending a provisioned RayCluster deletes all its Pods and reports RayClusterSuspended (not
+    Suspending), HeadPodReady=False/HeadPodNotFound, RayClusterProvisioned=False and state suspended; resuming it
+    brings back its head and worker, Provisioned and Ready, and no longer Suspended."""
     body = ray.sample("raycluster-basic", ray_version)
     name = body["metadata"]["name"]
     rc, _ = create_provisioned(k8s, namespace, body, timeouts.long)
 
-    def observe():
-        return f"{ray.describe_conditions(rc.get(name))}; Pods: {describe_pods(pods(k8s, namespace, name))}"
-
     rc.patch(name, {"spec": {"suspend": True}})
-    obj = wait_for(lambda: ((o := rc.get(name)) is not None and cond_is(o, "RayClusterSuspended", "True")
-                            and not pods(k8s, namespace, name), o),
-                   timeouts.medium, "RayClusterSuspended=True and no Pods left", observe=observe)
-    assert cond_is(obj, "RayClusterSuspended", "True", "RayClusterSuspended"), ray.describe_conditions(obj)
-    assert cond_is(obj, "RayClusterSuspending", "False"), \
-        f"expected RayClusterSuspending=False once suspended, observed {ray.describe_conditions(obj)}"
-    assert cond_is(obj, "HeadPodReady", "False", "HeadPodNotFound"), \
-        f"expected HeadPodReady=False/HeadPodNotFound while suspended, observed {ray.describe_conditions(obj)}"
-    assert cond_is(obj, "RayClusterProvisioned", "False"), \
-        f"expected RayClusterProvisioned=False while suspended, observed {ray.describe_conditions(obj)}"
-    assert (obj.get("status") or {}).get("state") == "suspended", f"status.state: {(obj.get('status') or {}).get('state')}"
+    obj = raycluster_must_be_suspended(k8s, namespace, name, timeouts.medium)
+    condition_must_be(obj, "RayClusterSuspended", "True", "RayClusterSuspended")
+    condition_must_be(obj, "RayClusterSuspending", "False", when="once suspended")
+    condition_must_be(obj, "HeadPodReady", "False", "HeadPodNotFound", when="while suspended")
+    condition_must_be(obj, "RayClusterProvisioned", "False", when="while suspended")
+    assert ray.status(obj).get("state") == "suspended", \
+        f"status.state: expected suspended, observed {ray.status(obj).get('state')}"
 
     rc.patch(name, {"spec": {"suspend": False}})
-    obj = wait_for(lambda: ((o := rc.get(name)) is not None and cond_is(o, "RayClusterProvisioned", "True")
-                            and cond_is(o, "RayClusterSuspended", "False"), o),
-                   timeouts.long, "RayClusterProvisioned=True and RayClusterSuspended=False after resume",
-                   observe=observe)
-    assert cond_is(obj, "HeadPodReady", "True"), ray.describe_conditions(obj)
-    assert len(pods(k8s, namespace, name, "head")) == 1 and len(pods(k8s, namespace, name, "worker")) == 1, observe()
+    obj = raycluster_must_be_resumed(k8s, namespace, name, timeouts.long)
+    condition_must_be(obj, "HeadPodReady", "True", when="after resume")
+    heads, workers = ray.cluster_pods(k8s, namespace, name, "head"), ray.cluster_pods(k8s, namespace, name, "worker")
+    assert len(heads) == 1 and len(workers) == 1, \
+        f"expected 1 head and 1 worker Pod after resume, observed {describe_pods(heads + workers)}"

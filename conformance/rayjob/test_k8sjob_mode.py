@@ -5,38 +5,25 @@ import pytest
 from kubernetes import client
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.waiting import wait_for
+from rayconformance.fixtures.expect.raycluster import raycluster_must_be_deleted
+from rayconformance.fixtures.expect.rayjob import (describe_rayjob, rayjob_must_create_its_cluster, rayjob_must_finish,
+                                                   rayjob_must_succeed)
 
-from .helpers import cluster_exists, describe, status, submitter_jobs, submitter_pods
-
-TERMINAL = ("Complete", "Failed")
-
-
-def finished(rj: ray.RayResources, name: str):
-    obj = rj.get(name)
-    return status(obj).get("jobDeploymentStatus") in TERMINAL, obj
+from .helpers import submitter_jobs, submitter_pods
 
 
 @pytest.mark.feature("RayJobK8sJobMode")
 def test_job_runs_to_completion_and_cluster_is_removed(k8s, namespace, ray_version, timeouts):
-    rj = ray.RayResources(k8s, namespace, "RayJob")
+    """A RayJob creates its RayCluster, runs its entrypoint through one submitter Job whose log shows the
+    entrypoint's output, ends SUCCEEDED/Complete with a job id, and (shutdownAfterJobFinishes) deletes the
+    RayCluster afterwards."""
     body = ray.sample("rayjob-basic", ray_version)
     name = body["metadata"]["name"]
-    rj.create(body)
+    ray.RayResources(k8s, namespace, "RayJob").create(body)
 
-    running = wait_for(lambda: (bool(status(o := rj.get(name)).get("rayClusterName")), o), timeouts.medium,
-                       "the RayJob to name its RayCluster", observe=lambda: describe(rj.get(name)))
-    cluster = status(running)["rayClusterName"]
-    wait_for(lambda: (cluster_exists(k8s, namespace, cluster) or status(rj.get(name)).get("jobDeploymentStatus")
-                      in TERMINAL, True), timeouts.medium, f"RayCluster {cluster} to be created",
-             observe=lambda: describe(rj.get(name)))
-
-    obj = wait_for(lambda: finished(rj, name), timeouts.long, "jobDeploymentStatus Complete or Failed",
-                   observe=lambda: describe(rj.get(name)))
-    s = status(obj)
-    assert (s.get("jobStatus"), s.get("jobDeploymentStatus")) == ("SUCCEEDED", "Complete"), \
-        f"expected jobStatus=SUCCEEDED, jobDeploymentStatus=Complete; observed {describe(obj)}"
-    assert s.get("jobId"), f"status.jobId not set: {describe(obj)}"
+    cluster = rayjob_must_create_its_cluster(k8s, namespace, name, timeouts.medium)
+    obj = rayjob_must_succeed(k8s, namespace, name, timeouts.long)
+    assert ray.status(obj).get("jobId"), f"status.jobId not set: {describe_rayjob(obj)}"
 
     jobs = submitter_jobs(k8s, namespace, name)
     assert len(jobs) == 1, f"expected one submitter Job owned by the RayJob, observed {[j.metadata.name for j in jobs]}"
@@ -45,20 +32,15 @@ def test_job_runs_to_completion_and_cluster_is_removed(k8s, namespace, ray_versi
     logs = client.CoreV1Api(k8s).read_namespaced_pod_log(pods[-1].metadata.name, namespace)
     assert "rayconformance says 42" in logs, f"the entrypoint's output is missing from the submitter log:\n{logs[-1500:]}"
 
-    wait_for(lambda: (not cluster_exists(k8s, namespace, cluster), True), timeouts.medium,
-             f"shutdownAfterJobFinishes to delete RayCluster {cluster}",
-             observe=lambda: f"RayCluster {cluster} still exists")
+    raycluster_must_be_deleted(k8s, namespace, cluster, timeouts.medium, by="shutdownAfterJobFinishes")
 
 
 @pytest.mark.feature("RayJobK8sJobMode")
 def test_failing_entrypoint_ends_failed(k8s, namespace, ray_version, timeouts):
-    rj = ray.RayResources(k8s, namespace, "RayJob")
+    """A RayJob whose entrypoint exits non-zero ends with jobStatus FAILED and jobDeploymentStatus Failed."""
     body = ray.sample("rayjob-basic", ray_version)
     body["metadata"]["name"] = "fails"
     body["spec"]["entrypoint"] = "python -c \"import sys; print('about to fail'); sys.exit(3)\""
-    rj.create(body)
-    obj = wait_for(lambda: finished(rj, "fails"), timeouts.long, "jobDeploymentStatus Complete or Failed",
-                   observe=lambda: describe(rj.get("fails")))
-    s = status(obj)
-    assert s.get("jobStatus") == "FAILED" and s.get("jobDeploymentStatus") == "Failed", \
-        f"expected jobStatus=FAILED, jobDeploymentStatus=Failed for an entrypoint exiting 3; observed {describe(obj)}"
+    ray.RayResources(k8s, namespace, "RayJob").create(body)
+    rayjob_must_finish(k8s, namespace, "fails", timeouts.long, job_status="FAILED", deployment_status="Failed",
+                       when="for an entrypoint exiting 3")

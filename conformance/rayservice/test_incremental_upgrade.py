@@ -6,14 +6,16 @@ import copy
 import datetime as dt
 
 import pytest
-from kubernetes import client
 
 from rayconformance.fixtures import ray
+from rayconformance.fixtures.expect.gateway import gateway_must_be_programmed
+from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, describe_rayservice,
+                                                       has_switched_from)
+from rayconformance.fixtures.expect.traffic import answers_must_come_from
 from rayconformance.fixtures.traffic import summary
-from rayconformance.fixtures.waiting import wait_for
+from rayconformance.fixtures.waiting import wait_until
 
-from .helpers import (active_cluster, deploy, describe, final_stats, pending_cluster, start_traffic, status,
-                      trigger_upgrade)
+from .helpers import deploy, final_stats, start_traffic, trigger_upgrade
 
 STEP, INTERVAL, SURGE = 25, 10, 50
 
@@ -38,50 +40,39 @@ def incremental_service(ray_version: str, class_name: str) -> list[dict]:
     return docs
 
 
-def gateway_ready(co: client.CustomObjectsApi, namespace: str, name: str):
-    try:
-        gw = co.get_namespaced_custom_object("gateway.networking.k8s.io", "v1", namespace, "gateways", f"{name}-gateway")
-    except client.ApiException:
-        return False, "no Gateway yet"
-    conds = {c["type"]: c["status"] for c in (gw.get("status") or {}).get("conditions") or []}
-    return conds.get("Accepted") == "True" and conds.get("Programmed") == "True", conds
-
-
 def traffic(obj: dict, side: str) -> tuple[int | None, int | None, str | None]:
-    s = status(obj).get(side) or {}
+    s = ray.status(obj).get(side) or {}
     return s.get("trafficRoutedPercent"), s.get("targetCapacity"), s.get("lastTrafficMigratedTime")
 
 
 @pytest.mark.feature("RayServiceIncrementalUpgrade")
 def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, timeouts, gateway, measure):
+    """An incremental upgrade through a Gateway moves traffic to the new RayCluster only upward, in steps of
+    stepSizePercent (several intermediate ones), at most every intervalSeconds; both clusters answer along
+    the way, and no request fails."""
     gateway_class = gateway()
     docs = incremental_service(ray_version, gateway_class.class_name)
     rs, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
-    name = obj["metadata"]["name"]
-    co = client.CustomObjectsApi(k8s)
-    wait_for(lambda: gateway_ready(co, namespace, name), timeouts.medium,
-             f"Gateway {name}-gateway Accepted and Programmed", observe=lambda: gateway_ready(co, namespace, name)[1])
-    old = active_cluster(obj)
+    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
+    gateway_must_be_programmed(k8s, namespace, f"{name}-gateway", timeouts.medium)
 
     gen = start_traffic(k8s, namespace, obj, timeouts, url=gateway_class.url)
 
     trigger_upgrade(rs, obj, "incremental")
     seen: list[tuple] = []  # (pending traffic, pending capacity, pending lastTrafficMigratedTime)
 
-    def progress():
-        o = rs.get(name)
-        if pending_cluster(o):
+    def record_step(o: dict | None) -> dict | None:
+        if active_and_pending_clusters(o)[1]:
             t = traffic(o, "pendingServiceStatus")
             if not seen or seen[-1] != t:
                 seen.append(t)
-        done = active_cluster(o) not in (None, old) and not pending_cluster(o)
-        return done, o
+        return o
 
-    obj = wait_for(progress, timeouts.long, "the incremental upgrade to complete", interval=0.5,
-                   observe=lambda: f"{describe(rs.get(name))}; steps seen {seen}; traffic {summary(gen.stats())}")
-    new = active_cluster(obj)
-    wait_for(lambda: ((s := gen.stats()) is not None and any(new in a for a in s["answers"]), s), timeouts.medium,
-             f"answers from the new cluster {new} through the Gateway", observe=gen.stats)
+    obj = wait_until(lambda: record_step(rs.get(name)), lambda o: has_switched_from(o, old),
+                     "the incremental upgrade to complete", timeouts.long, interval=0.5,
+                     render=lambda o: f"{describe_rayservice(o)}; steps seen {seen}; traffic {summary(gen.stats())}")
+    new, _ = active_and_pending_clusters(obj)
+    answers_must_come_from(gen, new, timeouts.medium)
     stats = final_stats(gen, measure)
     measure("incremental.steps", [list(t) for t in seen])
 

@@ -5,50 +5,47 @@ import pytest
 from kubernetes import client
 
 from rayconformance.fixtures import ray
+from rayconformance.fixtures.expect.raycluster import head_pod_must_be_created
+from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters,
+                                                       rayservice_must_have_pending_cluster,
+                                                       rayservice_upgrade_must_start)
 from rayconformance.fixtures.traffic import summary
-from rayconformance.fixtures.waiting import wait_for
 
-from .helpers import (active_cluster, deploy, describe, elapsed, final_stats, pending_cluster, start_traffic,
-                      trigger_upgrade, wait_switched)
+from .helpers import deploy, elapsed, final_stats, start_traffic, trigger_upgrade, wait_switched
 
 
 @pytest.mark.feature("RayServiceZeroDowntimeUpgrade")
 def test_new_cluster_upgrade_drops_no_request(k8s, namespace, ray_version, timeouts, measure):
+    """Changing a RayService's cluster spec upgrades it to a new RayCluster (NewCluster): traffic switches to
+    the new cluster, the old one is deleted, and no request sent through the serve Service meanwhile fails."""
     rs, obj = deploy(k8s, namespace, ray_version, timeouts)
-    name, old = obj["metadata"]["name"], active_cluster(obj)
+    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
     gen = start_traffic(k8s, namespace, obj, timeouts)
 
     measure("upgrade.started_at_s", elapsed(gen))
     trigger_upgrade(rs, obj, "1")
-    wait_for(lambda: (pending_cluster(rs.get(name)) is not None or active_cluster(rs.get(name)) != old, True),
-             timeouts.medium, "a pending RayCluster for the upgrade", observe=lambda: describe(rs.get(name)))
-    wait_switched(k8s, namespace, rs, name, old, gen, timeouts, measure)
+    rayservice_upgrade_must_start(k8s, namespace, name, old, timeouts.medium)
+    wait_switched(k8s, namespace, name, old, gen, timeouts, measure)
     stats = final_stats(gen, measure)
     assert stats["failures"] == 0, f"a zero-downtime upgrade must not fail requests: {summary(stats)}"
 
 
 @pytest.mark.feature("RayServiceHeadFailureDuringUpgrade")
 def test_pending_head_failure_does_not_break_upgrade(k8s, namespace, ray_version, timeouts, measure):
+    """Losing the pending RayCluster's head Pod during a NewCluster upgrade does not stop the upgrade: traffic
+    still switches to a new RayCluster, and no request fails."""
     rs, obj = deploy(k8s, namespace, ray_version, timeouts)
-    name, old = obj["metadata"]["name"], active_cluster(obj)
+    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
     gen = start_traffic(k8s, namespace, obj, timeouts)
-    core = client.CoreV1Api(k8s)
 
     measure("upgrade.started_at_s", elapsed(gen))
     trigger_upgrade(rs, obj, "head-failure")
-    pending = wait_for(lambda: ((p := pending_cluster(rs.get(name))) is not None, p), timeouts.medium,
-                       "a pending RayCluster", observe=lambda: describe(rs.get(name)))
-
-    def pending_head():
-        hs = core.list_namespaced_pod(namespace, label_selector=f"ray.io/cluster={pending},ray.io/node-type=head").items
-        return bool(hs), hs[0] if hs else None
-
-    head = wait_for(pending_head, timeouts.medium, f"the pending cluster {pending}'s head Pod",
-                    observe=lambda: describe(rs.get(name)))
+    pending = rayservice_must_have_pending_cluster(k8s, namespace, name, timeouts.medium)
+    head = head_pod_must_be_created(k8s, namespace, pending, timeouts.medium)
     measure("upgrade.pending_head_killed_at_s", elapsed(gen))
-    core.delete_namespaced_pod(head.metadata.name, namespace, grace_period_seconds=0)
+    client.CoreV1Api(k8s).delete_namespaced_pod(head.metadata.name, namespace, grace_period_seconds=0)
 
-    wait_switched(k8s, namespace, rs, name, old, gen, timeouts, measure)
+    wait_switched(k8s, namespace, name, old, gen, timeouts, measure)
     stats = final_stats(gen, measure)
     # The pending cluster serves no traffic before the switch, so its head failing must cost no request.
     assert stats["failures"] == 0, f"losing the pending head during an upgrade must not fail requests: {summary(stats)}"
@@ -63,26 +60,25 @@ ACTIVE_HEAD_FAILURE_WINDOW_S = 30
 @pytest.mark.feature("RayServiceHeadFailureDuringUpgrade", "RayClusterGCSFaultTolerance")
 def test_active_head_failure_with_gcs_ft_does_not_break_upgrade(k8s, namespace, ray_version, timeouts, redis,
                                                                 measure):
+    """With GCS fault tolerance, losing the active RayCluster's head Pod during a NewCluster upgrade fails
+    requests for at most a short window, none before the head was lost, and the upgrade still completes."""
     greeter = ray.load_sample("rayservice-greeter", ray_version)
     docs = [d for d in greeter if d["kind"] == "ConfigMap"] + ray.load_sample("rayservice-greeter-ft", ray_version)
     rs, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
-    name = obj["metadata"]["name"]
-    old = active_cluster(obj)
+    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
     gen = start_traffic(k8s, namespace, obj, timeouts)
-    core = client.CoreV1Api(k8s)
 
     measure("upgrade.started_at_s", elapsed(gen))
     trigger_upgrade(rs, obj, "active-head-failure")
-    wait_for(lambda: (pending_cluster(rs.get(name)) is not None, True), timeouts.medium, "a pending RayCluster",
-             observe=lambda: describe(rs.get(name)))
-    heads = core.list_namespaced_pod(namespace, label_selector=f"ray.io/cluster={old},ray.io/node-type=head").items
+    rayservice_must_have_pending_cluster(k8s, namespace, name, timeouts.medium)
+    heads = ray.cluster_pods(k8s, namespace, old, "head")
     assert heads, f"the active cluster {old} has no head Pod"
     killed_at = elapsed(gen)
     assert killed_at is not None, "could not read the load generator's clock before killing the head"
     measure("upgrade.active_head_killed_at_s", killed_at)
-    core.delete_namespaced_pod(heads[0].metadata.name, namespace, grace_period_seconds=0)
+    client.CoreV1Api(k8s).delete_namespaced_pod(heads[0].metadata.name, namespace, grace_period_seconds=0)
 
-    wait_switched(k8s, namespace, rs, name, old, gen, timeouts, measure)
+    wait_switched(k8s, namespace, name, old, gen, timeouts, measure)
     stats = final_stats(gen, measure)
     window = round(stats["last_failure_s"] - stats["first_failure_s"], 2) if stats["failures"] else 0.0
     measure("traffic.failure_window_s", window)

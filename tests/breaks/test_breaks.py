@@ -18,6 +18,7 @@ import yaml
 from kubernetes import client, config
 
 from rayconformance.fixtures import ray
+from rayconformance.fixtures.expect import raycluster, rayjob, rayservice
 from rayconformance.fixtures.namespaces import RUN_LABEL
 from tests.suiterun import RUN_ID, derive_profile, run_suite
 
@@ -58,19 +59,6 @@ def _any(plural: str, pred: Callable[[dict], bool]) -> Callable[[client.ApiClien
                            client.CustomObjectsApi(api).list_cluster_custom_object("ray.io", "v1", plural)["items"])
 
 
-def _true(obj: dict, ctype: str) -> bool:
-    c = ray.condition(obj, ctype)
-    return bool(c) and c["status"] == "True"
-
-
-def _upgrading(obj: dict) -> tuple[str, str] | None:
-    """(active, pending) cluster names of a RayService in an upgrade (a first cluster starts out pending alone)."""
-    s = obj.get("status") or {}
-    active = (s.get("activeServiceStatus") or {}).get("rayClusterName")
-    pending = (s.get("pendingServiceStatus") or {}).get("rayClusterName")
-    return (active, pending) if active and pending else None
-
-
 def _namespace_created(api: client.ApiClient) -> bool:
     """This run's test namespace exists and is active (the operator was installed and Available before)."""
     items = client.CoreV1Api(api).list_namespace(label_selector=f"{RUN_LABEL}={RUN_ID}").items
@@ -94,11 +82,11 @@ def stop_operator_when(probe: Callable[[client.ApiClient], bool]):
     return saboteur
 
 
-provisioned = _any("rayclusters", lambda o: _true(o, "RayClusterProvisioned"))
-service_ready = _any("rayservices", lambda o: _true(o, "Ready"))
-upgrade_pending = _any("rayservices", lambda o: _upgrading(o) is not None)
-job_suspended = _any("rayjobs", lambda o: (o.get("status") or {}).get("jobDeploymentStatus") == "Suspended")
-job_running = _any("rayjobs", lambda o: (o.get("status") or {}).get("jobStatus") == "RUNNING")
+provisioned = _any("rayclusters", raycluster.is_provisioned)
+service_ready = _any("rayservices", rayservice.is_ready)
+upgrade_pending = _any("rayservices", rayservice.is_upgrading)
+job_suspended = _any("rayjobs", rayjob.is_suspended)
+job_running = _any("rayjobs", rayjob.is_running)
 
 
 def kill_active_head_during_upgrade(api: client.ApiClient, stop: threading.Event) -> bool:
@@ -107,8 +95,8 @@ def kill_active_head_during_upgrade(api: client.ApiClient, stop: threading.Event
 
     def upgrading():
         for o in co.list_cluster_custom_object("ray.io", "v1", "rayservices")["items"]:
-            if (names := _upgrading(o)) is not None:
-                found.update(ns=o["metadata"]["namespace"], active=names[0])
+            if rayservice.is_upgrading(o):
+                found.update(ns=o["metadata"]["namespace"], active=rayservice.active_and_pending_clusters(o)[0])
                 return True
         return False
 
@@ -151,7 +139,7 @@ RESUBMITTING_SUBMITTER = {"spec": {"restartPolicy": "Never", "containers": [{
 
 CASES = [
     Case("head_and_workers_provisioned", "RayClusterProvisioned=True", gates={"RayClusterStatusConditions": False}),
-    Case("suspend_and_resume", "provisioned", gates={"RayClusterStatusConditions": False}),
+    Case("suspend_and_resume", "RayClusterProvisioned=True", gates={"RayClusterStatusConditions": False}),
     Case("manual_scale_up_and_down", "scale up to 2", saboteur=stop_operator_when(provisioned)),
     Case("delete_cleans_redis_and_removes_cluster", "DBSIZE", env={"ENABLE_GCS_FT_REDIS_CLEANUP": "false"}),
     Case("detached_actor_survives_head_pod_deletion", "keep its state",
@@ -168,7 +156,7 @@ CASES = [
     Case("job_runs_to_completion_and_cluster_is_removed", "shutdownAfterJobFinishes",
          samples={"rayjob-basic": _set(["spec", "shutdownAfterJobFinishes"], False)}),
     Case("failing_entrypoint_ends_failed", "Complete or Failed", saboteur=stop_operator_when(provisioned)),
-    Case("created_suspended_then_resumed", "resumed RayJob", saboteur=stop_operator_when(job_suspended)),
+    Case("created_suspended_then_resumed", r"RayJob \S+ to finish", saboteur=stop_operator_when(job_suspended)),
     Case("suspending_running_job_tears_down_cluster", "Suspended", saboteur=stop_operator_when(job_running)),
     Case("new_submitter_attaches_to_running_job[pod-deletion]", "submitter",
          samples={"rayjob-basic": _set(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}),
