@@ -9,8 +9,10 @@ import pytest
 from kubernetes import client
 
 from rayconformance.fixtures import ray
+from rayconformance.fixtures.expect.raycluster import ray_job_must_succeed
+from rayconformance.fixtures.expect.workloads import describe_pods
 
-from .helpers import create_provisioned, describe_pods, pods, run_ray_job
+from .helpers import create_provisioned
 
 GPU = "nvidia.com/gpu"
 # Runs inside the Ray cluster as a Ray job (python -c): single quotes only, no shell metacharacters.
@@ -58,6 +60,9 @@ def start_command(pod) -> str:
 
 @pytest.mark.feature("RayClusterGPUWorkerGroups")
 def test_gpu_worker_group_gets_a_gpu(k8s, namespace, ray_version, timeouts, provider):
+    """A worker group limited to one nvidia.com/gpu gets a worker Pod that keeps the limit and runs on a GPU
+    node; Ray counts the GPU in its cluster resources, and a task asking for one GPU runs on that worker and is
+    given one GPU id."""
     core = client.CoreV1Api(k8s)
     if provider.supports("gpu_nodes"):  # a provider that made GPU nodes: they must show up as such
         has_gpus = bool(provider.gpu_nodes())
@@ -69,7 +74,7 @@ def test_gpu_worker_group_gets_a_gpu(k8s, namespace, ray_version, timeouts, prov
     name = body["metadata"]["name"]
     _, obj = create_provisioned(k8s, namespace, body, timeouts.long)
 
-    workers = pods(k8s, namespace, name, "worker")
+    workers = ray.cluster_pods(k8s, namespace, name, "worker")
     assert len(workers) == 1 and workers[0].metadata.labels.get("ray.io/group") == "gpu", \
         f"expected 1 worker Pod of group gpu, observed {describe_pods(workers)}"
     worker = workers[0]
@@ -82,7 +87,7 @@ def test_gpu_worker_group_gets_a_gpu(k8s, namespace, ray_version, timeouts, prov
         (f"the gpu worker Pod {worker.metadata.name} runs on Node {worker.spec.node_name}, whose capacity has no "
          f"{GPU} (observed {node_gpus!r}); expected a GPU node")
 
-    logs = run_ray_job(k8s, namespace, obj["status"]["head"]["serviceName"], PROBE, timeouts.long)
+    logs = ray_job_must_succeed(k8s, namespace, obj["status"]["head"]["serviceName"], PROBE, timeouts.long)
     total = printed(logs, "CLUSTER_GPU")
     assert total == 1, \
         (f"Ray's cluster resources must count the worker's GPU: expected GPU 1, observed {total}; the worker's "

@@ -3,13 +3,6 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import describe_rayjob
-
-# Old names, until test_submitter_reconnection.py moves to fixtures.expect (it waits for the provider interface).
-describe, status = describe_rayjob, ray.status
-__all__ = ["describe", "status", "submitter_jobs", "submitter_pods"]
-
 
 def submitter_jobs(api: client.ApiClient, namespace: str, rayjob: str) -> list:
     """The Kubernetes Jobs owned by RayJob `rayjob` (through their ownerReference)."""
