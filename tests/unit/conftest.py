@@ -63,6 +63,10 @@ import pytest
 
 @pytest.mark.feature("RayClusterProvisioning")
 def test_provisioning(cluster):
+    """A RayCluster comes up:
+    head and workers Ready.
+
+    Details that stay out of the report."""
     time.sleep(0.05)
 
 

@@ -41,6 +41,8 @@ def check_sample_report(data: dict) -> None:
     assert tests["provisioning"]["durationSeconds"] >= 0.05
     assert tests["job"]["measurements"] == {"traffic.requests": 42} and "measurements" not in tests["suspend"]
     assert tests["provisioning"]["features"] == ["RayClusterProvisioning"]
+    assert tests["provisioning"]["description"] == "A RayCluster comes up: head and workers Ready."
+    assert "description" not in tests["suspend"]  # no docstring, no description
     assert tests["suspend"]["outcome"] == "failed" and tests["autoscaler[v2]"]["outcome"] == "skipped"
     assert tests["autoscaler[v2]"]["reason"] == "skipped by --skip-tests"
     assert data["cluster"]["name"] == "fake-cluster" and data["cluster"]["bringupSeconds"] == 1.5
