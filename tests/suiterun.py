@@ -14,6 +14,8 @@ import yaml
 
 from rayconformance.fixtures import ray
 
+from .bedprovider import KUBECONFIG_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "profiles"
 RUN_ID = "suiterun"
@@ -61,13 +63,18 @@ def derive_profile(tmp: Path, base: str, name: str, *, gates: dict | None = None
 
 
 def run_suite(kubeconfig: Path, profile: str | Path, test: str, out: Path, *, timeout_scale: float = 1.0,
-              samples: Path | None = None, timeout: float = 1800, force: bool = True) -> SuiteRun:
+              samples: Path | None = None, timeout: float = 1800, force: bool = True,
+              local_bed: str | None = None) -> SuiteRun:
     """Run the one conformance test `test`: forced with --run-test (whatever the profile claims), or with
-    `force=False` selected with -k, so it runs only when the profile claims its features."""
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    `force=False` selected with -k, so it runs only when the profile claims its features. The suite sees the
+    cluster as `existing`, or with `local_bed` (the bed's cluster definition) as the `local` provider attached
+    to it (tests/bedprovider.py), for tests that need the local provider's capabilities."""
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), KUBECONFIG_ENV: str(kubeconfig)}
     if samples:
         env[ray.OVERRIDE_ENV] = str(samples)
-    argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", "--provider", "existing",
+    provider = ["--provider", "existing"] if local_bed is None else \
+        ["--provider", "local", "--cluster", local_bed, "--provider-factory", "tests.bedprovider:attached_bed"]
+    argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", *provider,
             "--operator-profile", str(profile), *(["--run-test", test] if force else ["-k", test]),
             "--timeout-scale", str(timeout_scale),
             "--report-dir", str(out), "--run-id", RUN_ID]

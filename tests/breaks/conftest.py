@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+BED_DEFINITION = "local-gpu"
+
 
 @pytest.fixture(scope="session")
 def bed_kubeconfig():
@@ -13,7 +15,7 @@ def bed_kubeconfig():
     from rayconformance.clusters.local.testbed import TestBed
 
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
-    bed = TestBed(definition.load("local-gpu"))
+    bed = TestBed(definition.load(BED_DEFINITION))
     r = bed.up()
     try:
         yield r.kubeconfig

@@ -20,6 +20,7 @@ from kubernetes import client, config
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect import raycluster, rayjob, rayservice
 from rayconformance.fixtures.namespaces import RUN_LABEL
+from tests.breaks.conftest import BED_DEFINITION
 from tests.suiterun import RUN_ID, derive_profile, run_suite
 
 pytestmark = [pytest.mark.integration, pytest.mark.breaks]
@@ -35,6 +36,7 @@ class Case:
     samples: dict[str, Callable[[list[dict]], None]] = field(default_factory=dict)  # sample -> mutation
     saboteur: Callable[[client.ApiClient, threading.Event], None] | None = None
     timeout_scale: float = 0.3
+    local: bool = False  # the suite sees the bed as the `local` provider (for its capabilities), not `existing`
 
 
 def _until(stop: threading.Event, probe: Callable[[], bool], period: float = 1.0) -> bool:
@@ -160,6 +162,8 @@ CASES = [
     Case("suspending_running_job_tears_down_cluster", "Suspended", saboteur=stop_operator_when(job_running)),
     Case("new_submitter_attaches_to_running_job[pod-deletion]", "submitter",
          samples={"rayjob-basic": _set(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}),
+    Case("new_submitter_attaches_to_running_job[network-cut]", "submitter",
+         samples={"rayjob-basic": _set(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}, local=True),
     Case("serve_app_answers_through_serve_service", "Ready=True", saboteur=stop_operator_when(_namespace_created)),
     Case("serve_config_change_applies_in_place", "answer", saboteur=stop_operator_when(service_ready)),
     Case("new_cluster_upgrade_drops_no_request", "must not fail requests", saboteur=kill_active_head_during_upgrade),
@@ -192,7 +196,7 @@ def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, be
         saboteur.start()
     try:
         run = run_suite(bed_kubeconfig, profile, case.test, tmp_path / "reports", timeout_scale=case.timeout_scale,
-                        samples=_samples(tmp_path, case))
+                        samples=_samples(tmp_path, case), local_bed=BED_DEFINITION if case.local else None)
     finally:
         stop.set()
         if saboteur:
