@@ -39,6 +39,7 @@ def check_sample_report(data: dict) -> None:
     tests = {t["name"]: t for t in data["tests"]}
     assert set(tests) == {"provisioning", "suspend", "job", "autoscaler[v1]", "autoscaler[v2]"}
     assert tests["provisioning"]["durationSeconds"] >= 0.05
+    assert 0 <= tests["provisioning"]["startSeconds"] <= tests["provisioning"]["stopSeconds"] <= data["wallSeconds"]
     assert tests["job"]["measurements"] == {"traffic.requests": 42} and "measurements" not in tests["suspend"]
     assert tests["provisioning"]["features"] == ["RayClusterProvisioning"]
     assert tests["provisioning"]["description"] == "A RayCluster comes up: head and workers Ready."

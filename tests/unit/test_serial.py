@@ -1,0 +1,76 @@
+"""Serial tests run alone: under xdist a `serial` test never overlaps another test, while other tests overlap
+each other. Each sample test records its start and end in a file; the overlaps are read back."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from rayconformance.fixtures.serial import turn
+
+TESTS = """
+import json, os, time
+import pytest
+
+def record(name):
+    path = os.path.join(os.environ["SPANS"], name)
+    start = time.time(); time.sleep(0.6); open(path, "w").write(json.dumps([start, time.time()]))
+
+@pytest.mark.feature("RayClusterProvisioning")
+@pytest.mark.parametrize("i", range(4))
+def test_parallel(cluster, i):
+    record(f"parallel{i}")
+
+@pytest.mark.feature("RayClusterSuspend")
+@pytest.mark.serial
+def test_alone(cluster):
+    record("alone")
+"""
+
+
+def overlaps(a, b) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def test_a_serial_test_overlaps_no_other_test(suite, pytester, monkeypatch):
+    spans = pytester.mkdir("spans")
+    monkeypatch.setenv("SPANS", str(spans))
+    suite.tests(TESTS)
+    result = suite.run_subprocess("--all-features", "-n", "3")
+    result.assert_outcomes(passed=5)
+    got = {p.name: json.loads(p.read_text()) for p in spans.iterdir()}
+    alone = got.pop("alone")
+    assert not [n for n, s in got.items() if overlaps(s, alone)], f"the serial test overlapped: {got} vs {alone}"
+    assert any(overlaps(a, b) for a in got.values() for b in got.values() if a is not b), \
+        f"the parallel tests never overlapped under -n 3: {got}"
+    assert suite.report()["wallSeconds"] > 0
+
+
+def test_a_waiting_serial_test_blocks_new_tests(tmp_path):
+    """The turnstile: once a serial test waits for the running tests, a test arriving later waits for it."""
+    order, running = [], threading.Event()
+
+    def parallel(name, hold):
+        with turn(tmp_path, alone=False):
+            running.set()
+            order.append(f"{name}+")
+            time.sleep(hold)
+            order.append(f"{name}-")
+
+    first = threading.Thread(target=parallel, args=("first", 0.5))
+    first.start()
+    running.wait()
+    def alone():
+        with turn(tmp_path, alone=True):
+            order.append("serial")
+            time.sleep(0.3)
+            order.append("serial-done")
+
+    serial = threading.Thread(target=alone)
+    serial.start()
+    time.sleep(0.1)
+    late = threading.Thread(target=parallel, args=("late", 0))
+    late.start()
+    for t in (first, serial, late):
+        t.join(5)
+    assert order.index("serial") > order.index("first-") and order.index("late+") > order.index("serial"), order
