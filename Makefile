@@ -5,11 +5,17 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
+# parallel test workers for the suite (pytest-xdist): cores + 1, at most one per 4 GiB of memory
+JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30; print(max(1, min((os.cpu_count() or 1) + 1, g // 4)))")
 
-.PHONY: conformance test test-breaks unit setup deps tools venv down clean kind-deps kind-tools engine-up engine-down
+.PHONY: conformance conformance-core test test-breaks unit setup deps tools venv down clean kind-deps kind-tools engine-up engine-down
 
 conformance: setup
-	$(PY) -m pytest conformance $(CONFORMANCE_ARGS)
+	$(PY) -m pytest conformance -n $(JOBS) $(CONFORMANCE_ARGS)
+
+# the quick gate for an operator release's CI: Core features only
+conformance-core: setup
+	$(PY) -m pytest conformance -n $(JOBS) --core-only $(CONFORMANCE_ARGS)
 
 test: setup
 	$(PY) -m pytest tests -m "not breaks" $(PYTEST_ARGS)

@@ -103,3 +103,12 @@ def test_classify_counts_a_test_in_each_profile_it_touches():
 def test_dns_label():
     assert features.dns_label("Autoscaler[v1]__x") == "autoscaler-v1-x"
     assert len(features.dns_label("a" * 100)) == 63
+
+
+def test_core_only_runs_core_features_only(suite):
+    suite.tests()
+    result = suite.run("--all-features", "--core-only")
+    result.assert_outcomes(passed=2, skipped=3)
+    skipped = {t["name"]: t.get("reason") for t in suite.report()["tests"] if t["outcome"] == "skipped"}
+    assert set(skipped) == {"suspend", "autoscaler[v1]", "autoscaler[v2]"}
+    assert skipped["suspend"] == "extended feature(s) RayClusterSuspend: --core-only runs Core features only"
