@@ -9,7 +9,7 @@ from kubernetes import client
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.events import warning_events_must_be_recorded
 from rayconformance.fixtures.expect.raycluster import (new_head_must_be_ready, ray_job_must_succeed,
-                                                       raycluster_must_be_deleted)
+                                                       raycluster_must_be_gone)
 from rayconformance.fixtures.expect.workloads import describe_pods, pod_must_finish
 
 from .helpers import create_provisioned
@@ -99,7 +99,7 @@ def test_delete_cleans_redis_and_removes_cluster(k8s, namespace, ray_version, ti
     assert redis_dbsize(k8s, namespace, timeouts.medium) > 0, "the RayCluster's GCS wrote nothing to Redis"
 
     rc.delete(name)
-    raycluster_must_be_deleted(k8s, namespace, name, timeouts.long, by="its deletion (Redis cleanup finalizer)")
+    raycluster_must_be_gone(k8s, namespace, name, timeouts.long, after="its deletion (and its Redis cleanup)")
     size = redis_dbsize(k8s, namespace, timeouts.medium)
     assert size == 0, f"deleting the RayCluster must clean its Redis storage: DBSIZE is {size}, expected 0"
 

@@ -5,7 +5,7 @@ import pytest
 from kubernetes import client
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import raycluster_must_be_deleted
+from rayconformance.fixtures.expect.raycluster import raycluster_must_be_gone
 from rayconformance.fixtures.expect.rayjob import (describe_rayjob, rayjob_must_create_its_cluster, rayjob_must_finish,
                                                    rayjob_must_succeed)
 
@@ -32,7 +32,8 @@ def test_job_runs_to_completion_and_cluster_is_removed(k8s, namespace, ray_versi
     logs = client.CoreV1Api(k8s).read_namespaced_pod_log(pods[-1].metadata.name, namespace)
     assert "rayconformance says 42" in logs, f"the entrypoint's output is missing from the submitter log:\n{logs[-1500:]}"
 
-    raycluster_must_be_deleted(k8s, namespace, cluster, timeouts.medium, by="shutdownAfterJobFinishes")
+    raycluster_must_be_gone(k8s, namespace, cluster, timeouts.medium,
+                            after="the job finished (shutdownAfterJobFinishes)")
 
 
 @pytest.mark.feature("RayJobK8sJobMode")

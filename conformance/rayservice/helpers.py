@@ -3,7 +3,7 @@ generator through it (its clock, the upgrade's steps on that clock, its final st
 from __future__ import annotations
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import raycluster_must_be_deleted
+from rayconformance.fixtures.expect.raycluster import raycluster_must_be_gone
 from rayconformance.fixtures.expect.rayservice import rayservice_must_be_ready, rayservice_must_switch
 from rayconformance.fixtures.expect.traffic import answers_must_come_from, load_generator_must_get_answers
 from rayconformance.fixtures.traffic import LoadGenerator, summary
@@ -51,7 +51,7 @@ def wait_switched(k8s, namespace, name, old_cluster, gen, timeouts, measure=None
                                  also=lambda: f"traffic: {summary(gen.stats())}")
     if measure:
         measure("upgrade.switched_at_s", elapsed(gen))
-    raycluster_must_be_deleted(k8s, namespace, old_cluster, timeouts.medium, by="the upgrade")
+    raycluster_must_be_gone(k8s, namespace, old_cluster, timeouts.medium, after="the upgrade")
     if measure:
         measure("upgrade.old_cluster_deleted_at_s", elapsed(gen))
     answers_must_come_from(gen, new, timeouts.medium)
