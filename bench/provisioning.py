@@ -1,0 +1,193 @@
+"""Where one RayCluster's provisioning time goes on a cluster, next to a bare `ray start` head + worker on this
+machine, measured in the same run; prints each step's seconds and the ratio bed / bare.
+
+    .venv/bin/python bench/provisioning.py [--provider local] [--cluster local-cpu]
+        [--operator-profile kuberay-v1.6.1] [--repeat 2]
+
+It brings the cluster up and installs the operator itself (on `local` it waits for the machine's test-bed
+lock), and takes both down at the end. Steps of the RayCluster (samples/raycluster-basic.yaml, one head and
+one worker), seconds after it was created, each the first time it was observed (polled every 0.1 s): head
+Pod created, scheduled, container started, GCS healthy (the dashboard's /api/gcs_healthz answers), head
+Ready (its readiness probe passed), worker Ready, operator reports ready (RayClusterProvisioned=True and
+state ready). Bare: `ray start --head` in its own PID namespace on 127.0.0.1, then GCS healthy, then a
+worker `ray start` until the head lists two alive nodes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from kubernetes import client
+
+from rayconformance.clusters.local.paths import CACHE
+from rayconformance.fixtures import kube, namespaces, operator, profiles, providers, ray
+
+POLL = 0.1
+TIMEOUT = 600
+STEPS = ("head Pod created", "head scheduled", "head container started", "GCS healthy", "head Ready",
+         "worker Ready", "operator reports ready")
+
+
+def _get(url: str, timeout: float = 1.0) -> bytes | None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.read()
+    except OSError:
+        return None
+
+
+def _ready(pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def provision_once(api, ns: str, ray_version: str) -> dict[str, float]:
+    """Create the sample RayCluster and time its steps; delete it afterwards."""
+    core, rc = client.CoreV1Api(api), ray.RayResources(api, ns, "RayCluster")
+    body = ray.sample("raycluster-basic", ray_version)
+    name = body["metadata"]["name"]
+    seen: dict[str, float] = {}
+    t0 = time.monotonic()
+    rc.create(body)
+
+    def mark(step: str, cond: bool) -> None:
+        if cond and step not in seen:
+            seen[step] = round(time.monotonic() - t0, 2)
+
+    while len(seen) < len(STEPS):
+        if time.monotonic() - t0 > TIMEOUT:
+            raise SystemExit(f"bench: RayCluster {name} did not provision in {TIMEOUT}s; reached {seen}")
+        pods = core.list_namespaced_pod(ns, label_selector=f"ray.io/cluster={name}").items
+        head = next((p for p in pods if p.metadata.labels.get("ray.io/node-type") == "head"), None)
+        workers = [p for p in pods if p.metadata.labels.get("ray.io/node-type") == "worker"]
+        mark("head Pod created", head is not None)
+        if head is not None:
+            mark("head scheduled", bool(head.spec.node_name))
+            mark("head container started", any(s.state and s.state.running for s in head.status.container_statuses or []))
+            if head.status.pod_ip and "GCS healthy" not in seen:
+                mark("GCS healthy", b"success" in (_get(f"http://{head.status.pod_ip}:8265/api/gcs_healthz") or b""))
+            mark("head Ready", _ready(head))
+        mark("worker Ready", bool(workers) and all(_ready(w) for w in workers))
+        obj = rc.get(name) or {}
+        st = obj.get("status") or {}
+        provisioned = any(c.get("type") == "RayClusterProvisioned" and c.get("status") == "True"
+                          for c in st.get("conditions") or [])
+        mark("operator reports ready", provisioned and st.get("state") == "ready")
+        time.sleep(POLL)
+    rc.delete(name)
+    deadline = time.monotonic() + TIMEOUT
+    while core.list_namespaced_pod(ns, label_selector=f"ray.io/cluster={name}").items:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench: the Pods of RayCluster {name} are still there after {TIMEOUT}s")
+        time.sleep(0.5)
+    return seen
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bare_once(ray_bin: Path) -> dict[str, float]:
+    """`ray start --head` and one worker, each in its own PID namespace so stopping them touches nothing else."""
+    tmp = Path(tempfile.mkdtemp(prefix="rc-bare-", dir="/tmp"))
+    gcs, dash = _free_port(), _free_port()
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    common = ["--block", "--num-cpus=1", "--object-store-memory=100000000", "--node-ip-address=127.0.0.1",
+              f"--temp-dir={tmp}"]
+    head_cmd = [str(ray_bin), "start", "--head", f"--port={gcs}", "--dashboard-host=127.0.0.1",
+                f"--dashboard-port={dash}", *common]
+    worker_cmd = [str(ray_bin), "start", f"--address=127.0.0.1:{gcs}", *common]
+    procs, seen = [], {}
+    t0 = time.monotonic()
+    try:
+        procs.append(subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", *head_cmd], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        while b"success" not in (_get(f"http://127.0.0.1:{dash}/api/gcs_healthz") or b""):
+            if time.monotonic() - t0 > TIMEOUT:
+                raise SystemExit(f"bench: bare ray head not healthy in {TIMEOUT}s (logs in {tmp})")
+            time.sleep(POLL)
+        seen["GCS healthy"] = round(time.monotonic() - t0, 2)
+        t1 = time.monotonic()
+        procs.append(subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", *worker_cmd], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        while True:
+            body = _get(f"http://127.0.0.1:{dash}/nodes?view=summary")
+            nodes = (json.loads(body).get("data") or {}).get("summary") if body else None
+            if nodes and sum(1 for n in nodes if n.get("raylet", {}).get("state") == "ALIVE") >= 2:
+                break
+            if time.monotonic() - t1 > TIMEOUT:
+                raise SystemExit(f"bench: bare ray worker did not join in {TIMEOUT}s (logs in {tmp})")
+            time.sleep(POLL)
+        seen["worker joined"] = round(time.monotonic() - t0, 2)
+    finally:
+        for p in reversed(procs):
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return seen
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--provider", default="local")
+    ap.add_argument("--cluster")
+    ap.add_argument("--operator-profile", default="kuberay-v1.6.1")
+    ap.add_argument("--repeat", type=int, default=2)
+    a = ap.parse_args(argv)
+    profile = profiles.load(a.operator_profile)
+    ray_version = profile.ray_version
+    ray_bin = CACHE / "venvs" / f"ray-{ray_version}" / "bin" / "ray"
+    if not ray_bin.exists():
+        raise SystemExit(f"bench: no Ray {ray_version} venv at {ray_bin}; run `make tools`")
+    os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
+    run_dir = Path(tempfile.mkdtemp(prefix="rc-bench-"))
+    provider = providers.make_provider(a.provider, a.cluster, run_dir)
+    bare_before = bare_once(ray_bin)  # before the cluster exists: the machine is as idle as it gets
+    cluster = provider.up()
+    print(f"cluster {cluster.name} up in {cluster.bringup_seconds:.1f}s", flush=True)
+    try:
+        operator.install(profile, cluster, run_dir, provider.kubectl())
+        api = kube.api_client(cluster.kubeconfig)
+        core = client.CoreV1Api(api)
+        ns = namespaces.create(core, "bench-provisioning", "bench")
+        try:
+            runs = [provision_once(api, ns, ray_version) for _ in range(a.repeat)]
+            bare_after = bare_once(ray_bin)  # the same machine state as the bed's runs: cluster and operator up
+        finally:
+            namespaces.delete(core, ns, 300)
+        operator.uninstall(profile, cluster, run_dir)
+    finally:
+        provider.down()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+    print(f"RayCluster provisioning on {a.provider} ({profile.name}, Ray {ray_version}), seconds after creation, "
+          f"median of {a.repeat}:")
+    for step in STEPS:
+        print(f"  {step:26s} {statistics.median(r[step] for r in runs):7.2f}   per run: "
+              f"{', '.join(str(r[step]) for r in runs)}")
+    bare = {k: statistics.median([bare_before[k], bare_after[k]]) for k in bare_before}
+    print(f"bare ray start on this machine (before the cluster / beside it): GCS healthy {bare_before['GCS healthy']}"
+          f" / {bare_after['GCS healthy']} s, worker joined {bare_before['worker joined']} / "
+          f"{bare_after['worker joined']} s")
+    head_ratio = statistics.median(r["GCS healthy"] for r in runs) / bare_after["GCS healthy"]
+    print(f"ratio head Pod -> GCS healthy / bare ray start --head -> GCS healthy (same machine state): "
+          f"{head_ratio:.2f}")
+    print(f"ratio operator reports ready / bare head + worker joined: "
+          f"{statistics.median(r['operator reports ready'] for r in runs) / bare['worker joined']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
