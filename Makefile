@@ -8,13 +8,14 @@ CONFORMANCE_ARGS ?=
 # parallel test workers for the suite (pytest-xdist): cores + 1, at most one per 4 GiB of memory
 JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30; print(max(1, min((os.cpu_count() or 1) + 1, g // 4)))")
 
-.PHONY: conformance conformance-core test test-breaks unit setup deps tools venv down clean kind-deps kind-tools engine-up engine-down
+.PHONY: conformance conformance-core setup-base tools-base test test-breaks unit setup deps tools venv down clean kind-deps kind-tools engine-up engine-down
 
-conformance: setup
+# builds only the bed's base; the selected profile's operator and the Gateway implementation are built on first use
+conformance: setup-base
 	$(PY) -m pytest conformance -n $(JOBS) $(CONFORMANCE_ARGS)
 
 # the quick gate for an operator release's CI: Core features only
-conformance-core: setup
+conformance-core: setup-base
 	$(PY) -m pytest conformance -n $(JOBS) --core-only $(CONFORMANCE_ARGS)
 
 test: setup
@@ -28,12 +29,17 @@ unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
 setup: deps tools venv
+setup-base: deps tools-base venv
 
 deps:
 	bash clusters/local/install-deps.sh
 
 tools:
 	bash clusters/local/build-tools.sh
+	bash clusters/local/ray-venv.sh
+
+tools-base:
+	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi
 	bash clusters/local/ray-venv.sh
 
 venv: $(VENV)/.installed

@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = provider.up()
     print(f"cluster {cluster.name} up in {cluster.bringup_seconds:.1f}s", flush=True)
     try:
-        operator.install(profile, cluster, run_dir, provider.kubectl())
+        operator.install(profile, cluster, run_dir, provider)
         api = kube.api_client(cluster.kubeconfig)
         core = client.CoreV1Api(api)
         ns = namespaces.create(core, "bench-provisioning", "bench")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local test bed's Go components into a cache outside the repo, keyed by version.
-# Usage: build-tools.sh [component ...]   (components: etcd kubernetes coredns kuberay; default: all)
+# Usage: build-tools.sh [component[@version] ...]   (components: etcd kubernetes coredns kuberay traefik gatewayapi;
+#        default: all; `kuberay@v1.6.1` builds that one KubeRay release instead of every one in KUBERAY_VERSIONS)
 # Already-built components are skipped. Prints what it builds and how long each took.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -110,9 +111,12 @@ build_gatewayapi() {
 
 all="etcd kubernetes coredns kuberay traefik gatewayapi"
 start=$(stamp)
-for c in ${*:-$all}; do
+for arg in ${*:-$all}; do
+  c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
   case $c in
-    etcd|kubernetes|coredns|kuberay|traefik|gatewayapi) ( "build_$c" ) ;;
+    kuberay) ( [ -n "$v" ] && KUBERAY_VERSIONS=$v; build_kuberay ) ;;
+    traefik) ( [ -n "$v" ] && TRAEFIK_VERSION=$v; build_traefik ) ;;
+    etcd|kubernetes|coredns|gatewayapi) ( "build_$c" ) ;;
     *) echo "build-tools: unknown component '$c' (known: $all)" >&2; exit 2 ;;
   esac
 done

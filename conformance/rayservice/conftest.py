@@ -4,10 +4,12 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures import gateway as gw
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.providers import images_of
 
 
 @pytest.fixture(scope="session")
-def gateway(k8s, operator, timeouts, pytestconfig):
+def gateway(k8s, operator, provider, timeouts, pytestconfig):
     """`gateway()` installs a real Gateway implementation (Traefik) on first use in this session and returns
     its GatewayInfo. Called from the test body, so a cluster without the Gateway API fails the test that
     needs it (naming what is missing) instead of erroring in setup."""
@@ -16,6 +18,8 @@ def gateway(k8s, operator, timeouts, pytestconfig):
     def get() -> gw.GatewayInfo:
         if not installed:
             attempted.append(True)
+            if provider.supports("load_images"):  # e.g. the local bed builds Traefik on first use
+                provider.load_images(images_of(ray.load_sample(gw.SAMPLE)))
             installed.append(gw.install(k8s, timeouts.medium))
         return installed[0]
 
