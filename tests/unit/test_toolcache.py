@@ -1,0 +1,39 @@
+"""Building a cached component on first use: built once, skipped when present, a failed build is one line
+naming the component and its log."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from rayconformance.clusters.local import toolcache
+
+
+def test_builds_once_then_reuses(tmp_path, monkeypatch):
+    monkeypatch.setattr(toolcache, "CACHE", tmp_path)
+    calls = []
+
+    def fake_run(argv, stdout, stderr):
+        calls.append(argv[-1])
+        (tmp_path / "kuberay-v9.9.9" / "config").mkdir(parents=True)
+        stdout.write("build-tools: kuberay v9.9.9 built\n")
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(toolcache.subprocess, "run", fake_run)
+    assert toolcache.ensure("kuberay", "v9.9.9", "config") == tmp_path / "kuberay-v9.9.9"
+    assert toolcache.ensure("kuberay", "v9.9.9", "config") == tmp_path / "kuberay-v9.9.9"
+    assert calls == ["kuberay@v9.9.9"]
+
+
+def test_a_failed_build_names_component_and_log(tmp_path, monkeypatch):
+    monkeypatch.setattr(toolcache, "CACHE", tmp_path)
+
+    def fake_run(argv, stdout, stderr):
+        stdout.write("go: module github.com/ray-project/kuberay/ray-operator@v0.0.1: not found\n")
+        return subprocess.CompletedProcess(argv, 1)
+
+    monkeypatch.setattr(toolcache.subprocess, "run", fake_run)
+    with pytest.raises(toolcache.ToolBuildError) as e:
+        toolcache.ensure("kuberay", "v0.0.1", "config")
+    assert str(e.value) == (f"building kuberay v0.0.1 failed (exit 1): go: module github.com/ray-project/kuberay/"
+                            f"ray-operator@v0.0.1: not found; see {tmp_path}/logs/build-kuberay-v0.0.1.log")
