@@ -8,10 +8,11 @@ CONFORMANCE_ARGS ?=
 # parallel test workers for the suite (pytest-xdist): cores + 1, at most one per 4 GiB of memory
 JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30; print(max(1, min((os.cpu_count() or 1) + 1, g // 4)))")
 
-.PHONY: conformance conformance-core setup-base tools-base test test-breaks unit setup deps tools venv down clean kind-deps kind-tools engine-up engine-down
+.PHONY: conformance conformance-core setup-base tools-base test test-breaks unit setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down
 
 # builds only the bed's base; the selected profile's operator and the Gateway implementation are built on first use
-conformance: setup-base
+# (with --provider kind or --cluster kind-*: the offline kind images too, cached; clusters/kind/README.md)
+conformance: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
 	$(PY) -m pytest conformance -n $(JOBS) $(CONFORMANCE_ARGS)
 
 # the quick gate for an operator release's CI: Core features only
@@ -59,6 +60,11 @@ kind-deps:
 
 kind-tools: kind-deps
 	bash clusters/kind/build-kind-tools.sh
+
+# the offline node image and application images, from what `tools` and `kind-tools` build (cached by version)
+kind-images: kind-tools tools
+	bash clusters/kind/build-node-image.sh
+	bash clusters/kind/build-app-images.sh
 
 engine-up: kind-deps
 	bash clusters/kind/engine.sh up

@@ -102,7 +102,8 @@ for c in ${*:-$all}; do
   case $c in
     kind|containerd|runc|crictl|cni|kubenode)
       log=$LOGS/build-$c.log
-      if ! ( "build_$c" ) >"$log" 2>&1; then
+      set +e; ( set -e; "build_$c" ) >"$log" 2>&1; rc=$?; set -e   # (not in an `if`: that would disable set -e)
+      if [ $rc != 0 ]; then
         echo "build-kind-tools: building $c failed; see $log ($(grep -v '^\s*$' "$log" | tail -1))" >&2; exit 1
       fi
       grep '^build-kind-tools:' "$log" || true ;;

@@ -9,7 +9,7 @@ plus a config (entrypoint, cmd, env, working dir, stop signal) and its names. Th
 Command line (used by the shell builders in this directory):
 
     python3 imagetar.py -o OUT.tar --tag NAME:TAG [--tag ...] [--rootfs DIR ...] [--add SRC=DEST[:MODE] ...]
-        [--entrypoint JSON] [--cmd JSON] [--env K=V ...] [--workdir DIR] [--stop-signal SIG]
+        [--entrypoint JSON] [--cmd JSON] [--env K=V ...] [--workdir DIR] [--stop-signal SIG] [--user UID[:GID]]
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ class ImageConfig:
     env: list[str] = field(default_factory=lambda: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"])
     workdir: str | None = None
     stop_signal: str | None = None
+    user: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
 
 
@@ -86,6 +87,8 @@ def config_json(diff_ids: list[str], cfg: ImageConfig) -> bytes:
         c["WorkingDir"] = cfg.workdir
     if cfg.stop_signal:
         c["StopSignal"] = cfg.stop_signal
+    if cfg.user:
+        c["User"] = cfg.user
     if cfg.labels:
         c["Labels"] = cfg.labels
     doc = {"architecture": "amd64", "os": "linux", "created": EPOCH, "config": c,
@@ -177,9 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--env", action="append", default=[])
     p.add_argument("--workdir")
     p.add_argument("--stop-signal")
+    p.add_argument("--user")
     p.add_argument("--layer-cache", type=Path)
     a = p.parse_args(argv)
-    cfg = ImageConfig(entrypoint=a.entrypoint, cmd=a.cmd, workdir=a.workdir, stop_signal=a.stop_signal)
+    cfg = ImageConfig(entrypoint=a.entrypoint, cmd=a.cmd, workdir=a.workdir, stop_signal=a.stop_signal, user=a.user)
     if a.env:
         keys = {e.split("=", 1)[0] for e in a.env}
         cfg.env = [e for e in cfg.env if e.split("=", 1)[0] not in keys] + a.env

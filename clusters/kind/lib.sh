@@ -37,3 +37,28 @@ chroot_apt() {
   : > "$dir/etc/resolv.conf"
   return $rc
 }
+
+# chroot_run DIR CMD...: run a command in a rootfs with /proc and /dev mounted and the host's resolv.conf
+chroot_run() {
+  local dir=$1; shift
+  cp /etc/resolv.conf "$dir/etc/resolv.conf"
+  mount -t proc proc "$dir/proc"; mount --bind /dev "$dir/dev"
+  local rc=0
+  chroot "$dir" "$@" || rc=$?
+  umount "$dir/dev" "$dir/proc"
+  : > "$dir/etc/resolv.conf"
+  return $rc
+}
+
+# static_base DIR: the few files a static binary's image needs (passwd, group, nsswitch, CA certificates, /tmp)
+static_base() {
+  local dir=$1
+  [ -f "$dir/.complete" ] && return 0
+  rm -rf "$dir"; mkdir -p "$dir/etc/ssl/certs" "$dir/tmp" "$dir/var/run" "$dir/root"
+  chmod 1777 "$dir/tmp"
+  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > "$dir/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\nnonroot:x:65532:\n' > "$dir/etc/group"
+  echo 'hosts: files dns' > "$dir/etc/nsswitch.conf"
+  cp /etc/ssl/certs/ca-certificates.crt "$dir/etc/ssl/certs/"
+  touch "$dir/.complete"
+}

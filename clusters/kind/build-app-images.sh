@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Builds, offline, the application images the suite runs on kind, under the public names and tags the samples
+# and profiles use (so samples stay unchanged), as `docker load` / `kind load image-archive` archives.
+# Usage: build-app-images.sh [image ...]   (ray kuberay redis python busybox traefik; default: all)
+#
+#   rayproject/ray:$RAY_VERSION        Debian python3 + a venv with ray[default,serve] from PyPI (clusters/local/
+#                                      ray-constraints.txt), bash, wget; user ray (1000:100) as upstream
+#   quay.io/kuberay/operator:<v>       the KubeRay binary the project builds (make tools), as /manager, for each
+#                                      of $KUBERAY_VERSIONS that is built
+#   redis:7.4.0                        Debian's redis-server
+#   python:3.11-slim                   Debian's python3 (3.11)
+#   busybox:1.36                       Debian's busybox-static
+#   traefik:$TRAEFIK_VERSION           the Traefik binary the project builds (make tools)
+# Archives go to $CACHE/kind-images/, listed in $CACHE/kind-images/index.tsv (name <TAB> archive). An image that
+# cannot be built is one line naming it and its log. Where a registry is reachable the published images can be
+# pulled instead and this builder is not needed.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../local/versions.env
+. "$here/../local/versions.env"
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+CACHE=${RAYCONF_CACHE:-/var/cache/rayconformance}
+LOGS=${RAYCONF_LOGS:-$CACHE/logs}
+SUITE=$KIND_NODE_SUITE
+IMAGES=$CACHE/kind-images
+PARTS=$CACHE/kind-image-parts
+MINBASE=$CACHE/debian-$SUITE-minbase
+IT="python3 $here/imagetar.py --layer-cache $PARTS/layers"
+REDIS_TAG=7.4.0 PYTHON_TAG=3.11-slim BUSYBOX_TAG=1.36
+mkdir -p "$LOGS" "$IMAGES" "$PARTS"
+[ "$(id -u)" = 0 ] || { echo "build-app-images: needs root (debootstrap, chroot)" >&2; exit 2; }
+
+index() {  # index NAME ARCHIVE: record where an image's archive is
+  touch "$IMAGES/index.tsv"
+  { grep -v "^$1	" "$IMAGES/index.tsv" || true; printf '%s\t%s\n' "$1" "$2"; } > "$IMAGES/index.tsv.new"
+  mv "$IMAGES/index.tsv.new" "$IMAGES/index.tsv"
+}
+
+# debian_part NAME PKGS [SETUP]: minbase + PKGS (+ a shell snippet run in the chroot), cached by its inputs
+debian_part() {
+  local dir; dir=$PARTS/$1-$SUITE-$(echo "$2 ${3:-}" | sha256sum | cut -c1-8)
+  if [ ! -f "$dir/.complete" ]; then
+    debootstrap_base "$SUITE" "$MINBASE" >&2
+    rm -rf "$dir"; cp -a "$MINBASE" "$dir"; rm -f "$dir/.complete"
+    # shellcheck disable=SC2086
+    chroot_apt "$dir" $2 >&2
+    [ -z "${3:-}" ] || chroot_run "$dir" sh -euc "$3" >&2
+    rm -rf "$dir/usr/share/doc/"* "$dir/usr/share/man/"*
+    touch "$dir/.complete"
+  fi
+  echo "$dir"
+}
+
+build_ray() {
+  local v=$RAY_VERSION name=rayproject/ray:$RAY_VERSION out=$IMAGES/ray-$RAY_VERSION.tar
+  [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
+  local base venv work
+  base=$(debian_part ray-base "python3 python3-venv bash wget ca-certificates procps curl" \
+    "groupadd -f -g 100 users; useradd -m -u 1000 -g 100 -s /bin/bash ray")
+  venv=$PARTS/ray-venv-$v-$(sha256sum "$here/../local/ray-constraints.txt" | cut -c1-8)
+  if [ ! -f "$venv/.complete" ]; then
+    work=$PARTS/ray-venv-work; rm -rf "$work" "$venv"; cp -a "$base" "$work"
+    cp "$here/../local/ray-constraints.txt" "$work/tmp/ray-constraints.txt"
+    # pip trusts what the host's pip trusts (its CA bundle); the host's wheel directory, if any, is offered too
+    cp /etc/ssl/certs/ca-certificates.crt "$work/tmp/host-ca.crt"
+    local links=""
+    if [ -n "${PIP_FIND_LINKS:-}" ] && [ -d "$PIP_FIND_LINKS" ]; then
+      mkdir -p "$work/tmp/wheels"; mount --bind -o ro "$PIP_FIND_LINKS" "$work/tmp/wheels"; links=/tmp/wheels
+    fi
+    local rc=0
+    # a clean environment: the host's REQUESTS_CA_BUNDLE etc. would name the rootfs's own bundle and win over PIP_CERT
+    chroot_run "$work" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 PIP_CERT=/tmp/host-ca.crt \
+      ${links:+PIP_FIND_LINKS=$links} ${PIP_INDEX_URL:+PIP_INDEX_URL=$PIP_INDEX_URL} \
+      ${PIP_EXTRA_INDEX_URL:+PIP_EXTRA_INDEX_URL=$PIP_EXTRA_INDEX_URL} sh -euc "python3 -m venv /opt/ray &&
+      /opt/ray/bin/pip install -q --no-cache-dir --disable-pip-version-check -c /tmp/ray-constraints.txt \
+      'ray[default,serve]==$v'" || rc=$?
+    [ -z "$links" ] || umount "$work/tmp/wheels"
+    [ $rc = 0 ] || return $rc
+    mkdir -p "$venv/opt"; mv "$work/opt/ray" "$venv/opt/ray"; rm -rf "$work"
+    touch "$venv/.complete"
+  fi
+  $IT -o "$out" --tag "$name" --rootfs "$base" --rootfs "$venv" --user 1000:100 --workdir /home/ray \
+    --env PATH=/opt/ray/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --env HOME=/home/ray \
+    --env RAY_USAGE_STATS_ENABLED=0 --env RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT=120 --cmd '["bash"]'
+  index "$name" "$out"
+}
+
+build_kuberay() {
+  local v static=$PARTS/static built=0
+  static_base "$static"
+  for v in $KUBERAY_VERSIONS; do
+    local bin=$CACHE/kuberay-$v/bin/ray-operator name=quay.io/kuberay/operator:$v out=$IMAGES/kuberay-operator-$v.tar
+    [ -x "$bin" ] || { echo "build-app-images: KubeRay $v not built (make tools); skipped"; continue; }
+    built=1
+    [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; continue; }
+    $IT -o "$out" --tag "$name" --rootfs "$static" --add "$bin=/manager" --entrypoint '["/manager"]' --user 65532:65532
+    index "$name" "$out"
+  done
+  [ $built = 1 ] || { echo "no KubeRay version is built yet: run \`make tools\`" >&2; return 1; }
+}
+
+build_redis() {
+  local name=redis:$REDIS_TAG out=$IMAGES/redis-$REDIS_TAG.tar base
+  [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
+  base=$(debian_part redis "redis-server" "mkdir -p /data")
+  $IT -o "$out" --tag "$name" --rootfs "$base" --workdir /data --cmd '["redis-server"]'
+  index "$name" "$out"
+}
+
+build_python() {
+  local name=python:$PYTHON_TAG out=$IMAGES/python-$PYTHON_TAG.tar base
+  [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
+  base=$(debian_part python "python3 ca-certificates" "ln -sf python3 /usr/bin/python")
+  $IT -o "$out" --tag "$name" --rootfs "$base" --cmd '["python3"]'
+  index "$name" "$out"
+}
+
+build_busybox() {
+  local name=busybox:$BUSYBOX_TAG out=$IMAGES/busybox-$BUSYBOX_TAG.tar dir=$PARTS/busybox
+  [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
+  if [ ! -f "$dir/.complete" ]; then
+    local tmp; tmp=$(mktemp -d); rm -rf "$dir"
+    (cd "$tmp" && apt-get download busybox-static >/dev/null && dpkg -x busybox-static_*.deb x)
+    static_base "$dir"; rm -f "$dir/.complete"; mkdir -p "$dir/bin"
+    cp "$tmp/x/bin/busybox" "$dir/bin/busybox"; rm -rf "$tmp"
+    local a; for a in $("$dir/bin/busybox" --list); do [ "$a" = busybox ] || ln -sf busybox "$dir/bin/$a"; done
+    touch "$dir/.complete"
+  fi
+  $IT -o "$out" --tag "$name" --rootfs "$dir" --cmd '["sh"]'
+  index "$name" "$out"
+}
+
+build_traefik() {
+  local name=traefik:$TRAEFIK_VERSION out=$IMAGES/traefik-$TRAEFIK_VERSION.tar static=$PARTS/static
+  local bin=$CACHE/traefik-$TRAEFIK_VERSION/bin/traefik
+  [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
+  [ -x "$bin" ] || { echo "Traefik $TRAEFIK_VERSION is not built yet: run \`make tools\`" >&2; return 1; }
+  static_base "$static"
+  $IT -o "$out" --tag "$name" --rootfs "$static" --add "$bin=/usr/local/bin/traefik" --entrypoint '["traefik"]'
+  index "$name" "$out"
+}
+
+all="ray kuberay redis python busybox traefik"
+start=$(date +%s)
+for c in ${*:-$all}; do
+  case $c in
+    ray|kuberay|redis|python|busybox|traefik)
+      log=$LOGS/app-image-$c.log; t=$(date +%s)
+      set +e; ( set -e; "build_$c" ) >"$log" 2>&1; rc=$?; set -e   # (not in an `if`: that would disable set -e)
+      if [ $rc != 0 ]; then
+        echo "build-app-images: image $c failed; see $log ($(grep -v '^\s*$' "$log" | tail -1))" >&2; exit 1
+      fi
+      grep -E '^(build-app-images|imagetar):' "$log" || true
+      echo "build-app-images: $c done in $(( $(date +%s) - t ))s" ;;
+    *) echo "build-app-images: unknown image '$c' (known: $all)" >&2; exit 2 ;;
+  esac
+done
+echo "build-app-images: done in $(( $(date +%s) - start ))s -> $IMAGES (index.tsv)"
