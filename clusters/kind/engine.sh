@@ -9,7 +9,7 @@
 # the machine (the host reaches published ports, e.g. kind's API server, at $ENGINE_IP). Runtime: runc behind
 # clusters/kind/runc-wrapper.py (drops capabilities outside the machine's bounding set). Data root in the
 # tool cache (loaded images survive `down`); socket, state and log under $RUN.
-# `up` prints `export DOCKER_HOST=...`; `down` removes every container and network, stops the engine and
+# `up` prints `export DOCKER_HOST=...`; `down` removes every container, network and volume, stops the engine and
 # deletes the namespace (idempotent; also run before `up`). Failures are one line naming the log.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -74,8 +74,9 @@ down() {
     if answers; then
       local ids; ids=$(docker ps -aq)
       # shellcheck disable=SC2086
-      [ -z "$ids" ] || timeout 120 docker rm -f $ids >/dev/null 2>&1 || true
+      [ -z "$ids" ] || timeout 120 docker rm -f -v $ids >/dev/null 2>&1 || true
       timeout 30 docker network prune -f >/dev/null 2>&1 || true
+      timeout 60 docker volume prune -f >/dev/null 2>&1 || true   # kind nodes' anonymous /var volumes
     fi
     local launcher tini_pid i
     launcher=$(cat "$RUN/launcher.pid")

@@ -27,13 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 EPOCH = "1970-01-01T00:00:00Z"
+DEFAULT_PATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @dataclass
 class ImageConfig:
     entrypoint: list[str] | None = None
     cmd: list[str] | None = None
-    env: list[str] = field(default_factory=lambda: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"])
+    env: list[str] = field(default_factory=lambda: [DEFAULT_PATH])
     workdir: str | None = None
     stop_signal: str | None = None
     user: str | None = None

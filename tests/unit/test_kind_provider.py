@@ -10,10 +10,12 @@ import yaml
 
 from rayconformance.clusters import definition as definitions
 from rayconformance.fixtures.providers import ProviderError, make_provider
+from rayconformance.clusters import kind as kindtools
 from rayconformance.fixtures.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider, load_definition
 
 REPO = Path(__file__).resolve().parents[2]
-IMAGES = ["rayproject/ray:2.46.0", "quay.io/kuberay/operator:v1.6.1", "redis:7.4.0", "python:3.11-slim"]
+IMAGES = ["rayproject/ray:2.46.0", "quay.io/kuberay/operator:v1.6.1", "redis:7.4.0", "python:3.11-slim",
+          "traefik:v3.6.12"]
 DAEMON_DOWN = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
 
 
@@ -26,19 +28,25 @@ def gpu_nodes(count):
 class Runner:
     """Records argv lists; answers from a few rules. `fail` maps a command prefix to its stderr (exit 1)."""
 
-    def __init__(self, clusters="", missing=(), fail=None, nodes=(), daemon=True):
+    def __init__(self, clusters="", missing=(), fail=None, nodes=(), daemon=True, engine=False):
         self.calls, self.clusters, self.missing, self.fail = [], clusters, set(missing), fail or {}
-        self.nodes, self.daemon = list(nodes), daemon
+        self.nodes, self.daemon, self.engine = list(nodes), daemon, engine  # engine: the project's answers
 
     def __call__(self, argv, timeout):
         self.calls.append(argv)
+        on_engine = argv[:2] == ["env", kindtools.engine_env()]
+        if on_engine:
+            argv = argv[2:]
         line = " ".join(argv)
         out, err, rc = "", "", 0
         for prefix, stderr in self.fail.items():
             if line.startswith(prefix):
                 return subprocess.CompletedProcess(argv, 1, "", f"Creating...\nERROR: {stderr}\n")
         if argv[:2] == ["docker", "info"]:
-            out, err, rc = ("27.3.1\n", "", 0) if self.daemon else ("", DAEMON_DOWN + "\n", 1)
+            up = self.engine if on_engine else self.daemon
+            out, err, rc = ("27.3.1\n", "", 0) if up else ("", DAEMON_DOWN + "\n", 1)
+        elif argv[:2] == ["bash", str(kindtools.ENGINE_SCRIPT)] and argv[2] == "up":
+            self.engine = True
         elif argv[:3] == ["kind", "get", "clusters"]:
             out = self.clusters
         elif argv[:3] == ["docker", "image", "inspect"] and argv[-1] in self.missing:
@@ -63,10 +71,12 @@ class Clock:
         self.now += s
 
 
-def provider(definition, run_dir, runner, keep=False, missing_tools=()):
+def provider(definition, run_dir, runner, keep=False, missing_tools=(), node_image=None, archives=None, cached=None):
     clock = Clock()
     p = KindProvider(definitions.load(definition), run_dir, keep=keep, runner=runner, clock=clock, sleep=clock.sleep,
-                     which=lambda t: None if t in missing_tools else f"/usr/bin/{t}")
+                     which=lambda t: None if t in missing_tools else f"/usr/bin/{t}",
+                     cached_tool=lambda t: (cached or {}).get(t), node_image=lambda: node_image,
+                     image_archives=lambda: dict(archives or {}))
     return p, clock
 
 
@@ -82,8 +92,7 @@ def test_cpu_cluster_is_created_loaded_and_deleted(tmp_path):
         *[f"docker image inspect --format {{{{.Id}}}} {i}" for i in IMAGES],
         "kind load docker-image --name rayconformance-cpu " + " ".join(IMAGES),
     ]
-    assert yaml.safe_load(cfg.read_text()) == {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4",
-                                               "nodes": [{"role": "control-plane"}, {"role": "worker"}]}
+    assert yaml.safe_load(cfg.read_text()) == definitions.load("kind-cpu").raw["kindCluster"]["config"]
     assert (cluster.provider, cluster.name, cluster.kubeconfig, cluster.gpu) == ("kind", "rayconformance-cpu", kc, False)
     assert cluster.extra["reused"] is False
     p.down()
@@ -189,17 +198,100 @@ def test_each_missing_tool_is_named_in_one_line(tmp_path, tool):
 
 def test_all_missing_tools_are_named_together(tmp_path):
     with pytest.raises(ProviderError) as e:
-        provider("kind-cpu", tmp_path, Runner(), missing_tools={"kind", "helm"})[0].up()
-    assert "\n" not in str(e.value) and "`kind`" in str(e.value) and "`helm`" in str(e.value)
+        provider("kind-cpu", tmp_path, Runner(), missing_tools={"kind", "kubectl"})[0].up()
+    assert "\n" not in str(e.value) and "`kind`" in str(e.value) and "`kubectl`" in str(e.value)
 
 
-def test_a_stopped_docker_daemon_is_reported(tmp_path):
+ENGINE = f"env {kindtools.engine_env()}"
+ENGINE_UP = f"bash {kindtools.ENGINE_SCRIPT} up"
+ENGINE_DOWN = f"bash {kindtools.ENGINE_SCRIPT} down"
+NODE_TAG = "rayconformance/kind-node:v1.36.3-abc"
+
+
+def test_a_stopped_docker_daemon_with_no_engine_to_start_is_one_line(tmp_path):
+    missing = "engine: cannot start the project's Docker engine: missing dockerd tini (`make kind-deps` installs them)"
+    r = Runner(daemon=False, fail={"bash": missing})
+    with pytest.raises(ProviderError) as e:
+        provider("kind-cpu", tmp_path, r)[0].up()
+    msg = str(e.value)
+    assert "\n" not in msg and "no Docker daemon answers" in msg and "Is the docker daemon running?" in msg
+    assert "make kind-deps" in msg and "did not start" in msg
+    assert r.lines() == ["docker info --format {{.ServerVersion}}",
+                         f"{ENGINE} docker info --format {{{{.ServerVersion}}}}", ENGINE_UP]
+
+
+def test_without_docker_the_project_engine_runs_the_offline_cluster_and_stops(tmp_path):
+    archives = {i: tmp_path / f"{n}.tar" for n, i in enumerate(IMAGES)}
+    r = Runner(daemon=False, missing={NODE_TAG})
+    p, _ = provider("kind-cpu", tmp_path, r, node_image=(NODE_TAG, tmp_path / "node.tar"), archives=archives,
+                    cached={"kind": Path("/cache/kind-v0.33.0/bin/kind"), "kubectl": Path("/cache/k/bin/kubectl")})
+    cluster = p.up()
+    kc, cfg = tmp_path / "kubeconfig", tmp_path / "kind-config.yaml"
+    kind = f"{ENGINE} /cache/kind-v0.33.0/bin/kind"
+    assert r.lines() == [
+        "docker info --format {{.ServerVersion}}",
+        f"{ENGINE} docker info --format {{{{.ServerVersion}}}}",
+        ENGINE_UP,
+        f"{kind} get clusters",
+        f"{ENGINE} docker image inspect --format {{{{.Id}}}} {NODE_TAG}",
+        f"{ENGINE} docker load -i {tmp_path / 'node.tar'}",
+        f"{kind} create cluster --name rayconformance-cpu --config {cfg} --kubeconfig {kc} --wait=300s "
+        f"--image {NODE_TAG}",
+        *[f"{kind} load image-archive --name rayconformance-cpu {archives[i]}" for i in IMAGES],
+    ]
+    net = yaml.safe_load(cfg.read_text())["networking"]
+    assert net["apiServerAddress"] == kindtools.ENGINE_API_ADDRESS and 16443 <= net["apiServerPort"] < 17443
+    assert net["apiServerPort"] == kindtools.api_server_port("rayconformance-cpu") != kindtools.api_server_port(
+        "rayconformance-gpu")
+    assert cluster.extra["engine"] == "project" and cluster.extra["nodeImage"] == NODE_TAG
+    assert p.kubectl() == "/cache/k/bin/kubectl"
+    p.down()
+    assert r.lines()[-2:] == [f"{kind} delete cluster --name rayconformance-cpu --kubeconfig {kc}", ENGINE_DOWN]
+    p.down()
+    assert r.lines().count(ENGINE_DOWN) == 1
+
+
+def test_a_running_project_engine_is_used_and_left_running(tmp_path):
+    r = Runner(daemon=False, engine=True)
+    p, _ = provider("kind-cpu", tmp_path, r, node_image=(NODE_TAG, tmp_path / "node.tar"),
+                    archives={i: tmp_path / "x.tar" for i in IMAGES})
+    p.up()
+    p.down()
+    assert ENGINE_UP not in r.lines() and ENGINE_DOWN not in r.lines()
+    assert f"{ENGINE} docker load -i {tmp_path / 'node.tar'}" not in r.lines()  # already in the engine
+
+
+def test_the_project_engine_needs_the_offline_node_image(tmp_path):
     r = Runner(daemon=False)
     with pytest.raises(ProviderError) as e:
         provider("kind-cpu", tmp_path, r)[0].up()
     msg = str(e.value)
-    assert "\n" not in msg and "Docker daemon is not reachable" in msg and "Is the docker daemon running?" in msg
-    assert r.lines() == ["docker info --format {{.ServerVersion}}"]
+    assert "\n" not in msg and "offline node image is not built" in msg and "make kind-images" in msg
+    assert not [c for c in r.lines() if " create cluster" in c] and r.lines()[-1] == ENGINE_DOWN
+
+
+def test_the_project_engine_pulls_nothing(tmp_path):
+    r = Runner(daemon=False, missing={"redis:7.4.0"})
+    archives = {i: tmp_path / "x.tar" for i in IMAGES if i != "redis:7.4.0"}
+    with pytest.raises(ProviderError) as e:
+        provider("kind-cpu", tmp_path, r, node_image=(NODE_TAG, tmp_path / "n.tar"), archives=archives)[0].up()
+    assert "image redis:7.4.0 has no offline archive" in str(e.value) and "make kind-images" in str(e.value)
+    assert not [c for c in r.lines() if "docker pull" in c]
+    assert r.lines()[-2:] == [f"{ENGINE} kind delete cluster --name rayconformance-cpu --kubeconfig "
+                              f"{tmp_path / 'kubeconfig'}", ENGINE_DOWN]
+
+
+def test_on_a_users_docker_archives_are_loaded_and_the_rest_comes_from_docker(tmp_path):
+    r = Runner()
+    p, _ = provider("kind-cpu", tmp_path, r, archives={"rayproject/ray:2.46.0": tmp_path / "ray.tar"},
+                    node_image=(NODE_TAG, tmp_path / "node.tar"))
+    p.up()
+    lines = r.lines()
+    assert "kind load image-archive --name rayconformance-cpu " + str(tmp_path / "ray.tar") in lines
+    assert "kind load docker-image --name rayconformance-cpu " + " ".join(IMAGES[1:]) in lines
+    assert any(c.startswith("kind create cluster") and c.endswith(f"--image {NODE_TAG}") for c in lines)
+    assert "apiServerAddress" not in yaml.safe_load((tmp_path / "kind-config.yaml").read_text())["networking"]
+    assert not [c for c in lines if c.startswith(("env ", "bash "))]
 
 
 def test_node_image_and_definition_checks(tmp_path):
