@@ -18,7 +18,7 @@ from rayconformance.clusters.local.paths import CACHE, tool, versions
 
 HERE = Path(__file__).resolve().parent
 ENGINE_SCRIPT = HERE / "engine.sh"
-ENGINE_RUN = Path(os.environ.get("RAYCONF_ENGINE_RUN", "/run/rayconformance/engine"))
+ENGINE_RUN = Path(os.environ.get("RAYCONF_ENGINE_RUN", "/run/rayconf-engine"))
 ENGINE_SOCKET = ENGINE_RUN / "docker.sock"
 ENGINE_LOG = ENGINE_RUN / "engine.log"
 ENGINE_API_ADDRESS = "10.199.0.2"  # engine.sh ENGINE_IP: the engine's end of its veth link to the host

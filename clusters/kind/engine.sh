@@ -14,7 +14,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 CACHE=${RAYCONF_CACHE:-/var/cache/rayconformance}
-RUN=${RAYCONF_ENGINE_RUN:-/run/rayconformance/engine}
+RUN=${RAYCONF_ENGINE_RUN:-/run/rayconf-engine}   # not under /run/rayconformance: the local bed wipes that
 DATA=${RAYCONF_ENGINE_DATA:-$CACHE/docker-engine}
 NETNS=rayconf-engine
 HOST_IF=rcengine0
@@ -29,6 +29,7 @@ export DOCKER_HOST=unix://$SOCK
 say() { echo "engine: $*"; }
 die() { echo "engine: $*" >&2; exit 1; }
 running() { [ -f "$RUN/launcher.pid" ] && kill -0 "$(cat "$RUN/launcher.pid")" 2>/dev/null; }
+netns_pids() { ip netns pids "$NETNS" 2>/dev/null || true; }   # every process of the engine lives in its netns
 answers() { timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
 up() {
@@ -70,7 +71,7 @@ JSON
 }
 
 down() {
-  if running; then
+  if running || [ -n "$(netns_pids)" ]; then
     if answers; then
       local ids; ids=$(docker ps -aq)
       # shellcheck disable=SC2086
@@ -78,13 +79,17 @@ down() {
       timeout 30 docker network prune -f >/dev/null 2>&1 || true
       timeout 60 docker volume prune -f >/dev/null 2>&1 || true   # kind nodes' anonymous /var volumes
     fi
-    local launcher tini_pid i
-    launcher=$(cat "$RUN/launcher.pid")
-    tini_pid=$(pgrep -P "$launcher" tini || true)
-    [ -z "$tini_pid" ] || kill -TERM "$tini_pid" 2>/dev/null || true   # tini passes SIGTERM on to dockerd
-    for i in $(seq 30); do running || break; sleep 1; done
-    running && kill -KILL "$launcher" 2>/dev/null || true            # --kill-child: tini dies, the PID namespace with it
-    for i in $(seq 10); do running || break; sleep 1; done
+    local p i
+    for p in $(netns_pids); do   # tini passes SIGTERM on to dockerd, which stops its containers and containerd
+      [ "$(cat "/proc/$p/comm" 2>/dev/null)" = tini ] && kill -TERM "$p" 2>/dev/null || true
+    done
+    for i in $(seq 30); do [ -z "$(netns_pids)" ] && break; sleep 1; done
+    if running; then kill -KILL "$(cat "$RUN/launcher.pid")" 2>/dev/null || true; fi  # --kill-child: tini dies
+    for i in $(seq 10); do [ -z "$(netns_pids)" ] && break; sleep 1; done
+    # shellcheck disable=SC2046
+    [ -z "$(netns_pids)" ] || kill -KILL $(netns_pids) 2>/dev/null || true   # ours: they live in our netns
+    for i in $(seq 10); do [ -z "$(netns_pids)" ] && ! running && break; sleep 1; done
+    [ -z "$(netns_pids)" ] || die "engine processes still run in netns $NETNS: $(netns_pids | tr '\n' ' ')"
   fi
   ip netns del "$NETNS" 2>/dev/null || true
   ip link del "$HOST_IF" 2>/dev/null || true
