@@ -8,7 +8,7 @@ CONFORMANCE_ARGS ?=
 # parallel test workers for the suite (pytest-xdist): cores + 1, at most one per 4 GiB of memory
 JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30; print(max(1, min((os.cpu_count() or 1) + 1, g // 4)))")
 
-.PHONY: conformance conformance-core setup-base tools-base test test-breaks unit setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down
+.PHONY: conformance conformance-core setup-base tools-base test test-breaks unit setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
 
 # builds only the bed's base; the selected profile's operator and the Gateway implementation are built on first use
 # (with --provider kind or --cluster kind-*: the offline kind images too, cached; clusters/kind/README.md)
@@ -16,7 +16,7 @@ conformance: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
 	$(PY) -m pytest conformance -n $(JOBS) $(CONFORMANCE_ARGS)
 
 # the quick gate for an operator release's CI: Core features only
-conformance-core: setup-base
+conformance-core: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
 	$(PY) -m pytest conformance -n $(JOBS) --core-only $(CONFORMANCE_ARGS)
 
 test: setup
@@ -65,6 +65,10 @@ kind-tools: kind-deps
 kind-images: kind-tools tools
 	bash clusters/kind/build-node-image.sh
 	bash clusters/kind/build-app-images.sh
+
+# kind smoke test: kind-cpu up (the project's engine where no Docker runs), KubeRay, one RayCluster provisioned
+test-kind: setup-base kind-images
+	RAYCONF_KIND_SMOKE=1 $(PY) -m pytest tests/integration/test_kind_smoke.py -v $(PYTEST_ARGS)
 
 engine-up: kind-deps
 	bash clusters/kind/engine.sh up

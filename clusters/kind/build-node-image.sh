@@ -229,4 +229,5 @@ step rootfs s_rootfs
 step import s_import
 step archive s_archive
 printf 'NODE_IMAGE=%s\nNODE_IMAGE_ARCHIVE=%s\n' "$TAG" "$OUT/node-image.tar" > "$ENVFILE"
+for old in "$CACHE/kind-node-$K"-*/; do [ "${old%/}" = "$OUT" ] || rm -rf "$old"; done   # superseded builds
 echo "build-node-image: $TAG built in $(( $(date +%s) - t0 ))s -> $OUT/node-image.tar"
