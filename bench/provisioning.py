@@ -158,16 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     cluster = provider.up()
     print(f"cluster {cluster.name} up in {cluster.bringup_seconds:.1f}s", flush=True)
     try:
-        operator.install(profile, cluster, run_dir, provider)
-        api = kube.api_client(cluster.kubeconfig)
-        core = client.CoreV1Api(api)
-        ns = namespaces.create(core, "bench-provisioning", "bench")
         try:
-            runs = [provision_once(api, ns, ray_version) for _ in range(a.repeat)]
-            bare_after = bare_once(ray_bin)  # the same machine state as the bed's runs: cluster and operator up
+            operator.install(profile, cluster, run_dir, provider)
+            api = kube.api_client(cluster.kubeconfig)
+            core = client.CoreV1Api(api)
+            ns = namespaces.create(core, "bench-provisioning", "bench")
+            try:
+                runs = [provision_once(api, ns, ray_version) for _ in range(a.repeat)]
+                bare_after = bare_once(ray_bin)  # the machine as the bed's runs saw it: cluster and operator up
+            finally:
+                namespaces.delete(core, ns, 300)
         finally:
-            namespaces.delete(core, ns, 300)
-        operator.uninstall(profile, cluster, run_dir)
+            operator.uninstall(profile, cluster, run_dir)
     finally:
         provider.down()
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -190,4 +192,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (profiles.ProfileError, providers.ProviderError, operator.OperatorError, KeyError) as e:
+        sys.exit(f"bench: {' '.join(str(e).split())}")

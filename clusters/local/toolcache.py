@@ -5,6 +5,7 @@ profile's operator, and the Gateway implementation only when a test installs it.
 """
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
 import time
@@ -18,20 +19,32 @@ class ToolBuildError(RuntimeError):
 
 
 def ensure(component: str, version: str, marker: str) -> Path:
-    """The cache directory `<component>-<version>`, built unless `marker` (a path inside it) exists."""
+    """The cache directory `<component>-<version>`, built unless `marker` (a path inside it) exists. One build
+    at a time per component and version (a lock next to its log); a waiting caller then finds it built."""
     directory = CACHE / f"{component}-{version}"
     if (directory / marker).exists():
         return directory
     log = CACHE / "logs" / f"build-{component}-{version}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    sys.stderr.write(f"rayconformance: building {component} {version} into {directory} (first use; log {log})\n")
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (directory / marker).exists():
+                _build(component, version, directory / marker, log)
+    except OSError as e:
+        raise ToolBuildError(f"building {component} {version}: {e.strerror or e} ({e.filename or log}); "
+                             "run `make tools` as root") from None
+    return directory
+
+
+def _build(component: str, version: str, marker: Path, log: Path) -> None:
+    sys.stderr.write(f"rayconformance: building {component} {version} (first use; log {log})\n")
     started = time.monotonic()
     with log.open("w") as out:
         r = subprocess.run(["bash", str(HERE / "build-tools.sh"), f"{component}@{version}"], stdout=out,
                            stderr=subprocess.STDOUT)
-    if r.returncode != 0 or not (directory / marker).exists():
+    if r.returncode != 0 or not marker.exists():
         last = [ln for ln in log.read_text().splitlines() if ln.strip()][-1:] or ["no output"]
         raise ToolBuildError(f"building {component} {version} failed (exit {r.returncode}): {last[0].strip()}; "
                              f"see {log}")
     sys.stderr.write(f"rayconformance: built {component} {version} in {time.monotonic() - started:.0f}s\n")
-    return directory

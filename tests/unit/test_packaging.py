@@ -22,7 +22,7 @@ def test_every_package_folder_is_installed():
 
 
 def test_nothing_imports_a_top_level_fixtures_or_clusters():
-    files = [ROOT / "Makefile", *[p for top in ("fixtures", "clusters", "conformance", "tests", "bench", "rayconformance")
+    files = [ROOT / "Makefile", *[p for top in ("fixtures", "clusters", "conformance", "tests", "bench", "src")
                                   for pattern in ("*.py", "*.sh") for p in (ROOT / top).rglob(pattern)]]
     offenders = [str(p.relative_to(ROOT)) for p in files if TOP_LEVEL_IMPORT.search(p.read_text())]
     assert not offenders, f"import rayconformance.fixtures / rayconformance.clusters instead, in: {offenders}"

@@ -57,3 +57,7 @@ def test_attach_gives_a_handle_that_never_takes_the_cluster_down(tmp_path):
     p = providers.attach(cluster, tmp_path)
     assert p.cluster is cluster and p.keep
     p.down()  # nothing brought up, nothing taken down
+
+
+def test_a_provider_without_definitions_ignores_cluster():
+    assert providers.resolve("existing", "no-such-definition") == ("existing", None)

@@ -37,3 +37,11 @@ def test_a_failed_build_names_component_and_log(tmp_path, monkeypatch):
         toolcache.ensure("kuberay", "v0.0.1", "config")
     assert str(e.value) == (f"building kuberay v0.0.1 failed (exit 1): go: module github.com/ray-project/kuberay/"
                             f"ray-operator@v0.0.1: not found; see {tmp_path}/logs/build-kuberay-v0.0.1.log")
+
+
+def test_an_unwritable_cache_is_one_line(tmp_path, monkeypatch):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setattr(toolcache, "CACHE", blocked)  # a file where the cache directory should be
+    with pytest.raises(toolcache.ToolBuildError, match="building kuberay v1.6.1: .*run `make tools` as root"):
+        toolcache.ensure("kuberay", "v1.6.1", "config")
