@@ -1,7 +1,8 @@
 """kind smoke test (`make test-kind`; skipped unless RAYCONF_KIND_SMOKE=1): kind-cpu comes up through the kind
 provider (on the project's own engine where no Docker runs, from the offline images of `make kind-images`), the
-default profile's KubeRay is installed and one RayCluster is provisioned; after `down()` nothing of an engine the
-provider started is left (no engine process, no network namespace)."""
+default profile's KubeRay is installed and one RayCluster is provisioned; the engine's network namespace has no
+default route (nothing it runs can leave the machine); after `down()` nothing of an engine the provider started is
+left (no engine process, no network namespace)."""
 from __future__ import annotations
 
 import os
@@ -29,6 +30,10 @@ def test_kind_cpu_provisions_a_raycluster(tmp_path):
     provider = make_provider("kind", "kind-cpu", tmp_path)
     try:
         cluster = provider.up()
+        if provider.engine == PROJECT:  # the network guard: the engine's namespace has no way off the machine
+            routes = subprocess.run(["ip", "-n", "rayconf-engine", "route", "show", "default"], capture_output=True,
+                                    text=True, check=True).stdout
+            assert routes.strip() == "", f"the engine's network namespace has a default route: {routes}"
         profile = profiles.load("kuberay-v1.6.1")
         operator.install(profile, cluster, tmp_path / "operator", provider)
         api = api_client(cluster.kubeconfig)
