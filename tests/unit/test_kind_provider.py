@@ -47,6 +47,8 @@ class Runner:
             out, err, rc = ("27.3.1\n", "", 0) if up else ("", DAEMON_DOWN + "\n", 1)
         elif argv[:2] == ["bash", str(kindtools.ENGINE_SCRIPT)] and argv[2] == "up":
             self.engine = True
+        elif argv[:2] == ["docker", "images"]:
+            out = "rayconformance/kind-node:v1.36.2-old\n" + NODE_TAG + "\n"
         elif argv[:3] == ["kind", "get", "clusters"]:
             out = self.clusters
         elif argv[:3] == ["docker", "image", "inspect"] and argv[-1] in self.missing:
@@ -235,6 +237,8 @@ def test_without_docker_the_project_engine_runs_the_offline_cluster_and_stops(tm
         f"{kind} get clusters",
         f"{ENGINE} docker image inspect --format {{{{.Id}}}} {NODE_TAG}",
         f"{ENGINE} docker load -i {tmp_path / 'node.tar'}",
+        f"{ENGINE} docker images rayconformance/kind-node --format {{{{.Repository}}}}:{{{{.Tag}}}}",
+        f"{ENGINE} docker rmi rayconformance/kind-node:v1.36.2-old",
         f"{kind} create cluster --name rayconformance-cpu --config {cfg} --kubeconfig {kc} --wait=300s "
         f"--image {NODE_TAG}",
         *[f"{kind} load image-archive --name rayconformance-cpu {archives[i]}" for i in IMAGES],
