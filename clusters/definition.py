@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import ipaddress
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,9 @@ class ImageRule:
     entrypoint: tuple[str, ...] = ()
     tool: str = ""  # runtime tool: the tool-cache component whose <tool>-<image tag>/bin goes on PATH
     env: tuple[tuple[str, str], ...] = ()  # like the image's ENV: defaults the container's env overrides
+    working_dir: str = ""  # the image's WORKDIR (a Pod's workingDir wins); "" = the runtime's default
+    volumes: tuple[str, ...] = ()  # the image's VOLUMEs: a fresh empty directory per container run
+    user: str = ""  # the image's USER, numeric "uid[:gid]" (a Pod's runAsUser/runAsGroup win); "" = root
 
     def matches(self, image: str) -> bool:
         return fnmatch.fnmatchcase(image, self.match)
@@ -101,7 +105,9 @@ def load(name_or_path: str) -> ClusterDefinition:
         images = tuple(
             ImageRule(match=str(r["match"]), runtime=str(r["runtime"]), entrypoint=tuple(r.get("entrypoint") or ()),
                       tool=str(r.get("tool") or ""),
-                      env=tuple((str(k), str(v)) for k, v in (r.get("env") or {}).items()))
+                      env=tuple((str(k), str(v)) for k, v in (r.get("env") or {}).items()),
+                      working_dir=str(r.get("workingDir") or ""), volumes=tuple(str(v) for v in r.get("volumes") or ()),
+                      user=str(r.get("user") if r.get("user") is not None else ""))
             for r in raw.get("images") or []
         )
     except (KeyError, TypeError, ValueError) as e:
@@ -109,6 +115,13 @@ def load(name_or_path: str) -> ClusterDefinition:
     for r in images:
         if r.runtime == "tool" and not r.tool:
             raise DefinitionError(f"{path}: image rule '{r.match}' has runtime 'tool' but no 'tool' (a cache component)")
+        for d in ((r.working_dir,) if r.working_dir else ()) + r.volumes:
+            if not d.startswith("/"):
+                raise DefinitionError(f"{path}: image rule '{r.match}': workingDir and volumes must be absolute "
+                                      f"paths, got '{d}'")
+        if r.user and not re.fullmatch(r"\d+(:\d+)?", r.user):
+            raise DefinitionError(f"{path}: image rule '{r.match}': user must be numeric 'uid[:gid]' (as the image's "
+                                  f"USER resolves), got '{r.user}'")
         if r.runtime not in KNOWN_RUNTIMES:
             raise DefinitionError(f"{path}: image rule '{r.match}' has unknown runtime '{r.runtime}' "
                                   f"(known: {', '.join(sorted(KNOWN_RUNTIMES))})")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the local test bed needs (skips the install when all are present).
 set -euo pipefail
-pkgs="redis-server iptables conntrack containernetworking-plugins iproute2 wget util-linux procps psmisc"
+pkgs="redis-server iptables conntrack containernetworking-plugins iproute2 wget util-linux procps psmisc python3-venv"
 missing=""
 for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"; done
 if [ -z "$missing" ]; then echo "install-deps: all present"; exit 0; fi

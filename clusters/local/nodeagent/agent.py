@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import devices, logs
+from . import devices, logs, security
 from .images import Images
 from .kube import Kube
 from .node import NodeManager, capacity, kubelet_port
@@ -48,6 +48,7 @@ class Agent:
         self.net = Network(defn, self.store)
         self.devices: devices.DeviceSource = devices.PluginDevices(defn, state, on_change=self._devices_changed)
         self.images = Images(defn)
+        self.host_caps = security.host_caps()  # what a container can be given
         self.volumes = Volumes(self.kube, Tokens(self.kube))
         self.workers: dict[str, PodWorker] = {}
         self.records = self.store.pod_records()

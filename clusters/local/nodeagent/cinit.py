@@ -181,6 +181,17 @@ def container(spec: dict) -> None:
     try:
         targets = Targets(spec)
         mounts = spec.get("mounts", [])
+        user = spec.get("user") or {}
+        owner = (int(user.get("uid", 0)), int(user.get("gid", 0)))
+        # directories the image would have (working directory, home with its files) that the host lacks: created
+        # below, then owned by the container's user as in the image (never a mount target or what is under one)
+        cwd = spec.get("cwd") or "/"
+        owned = _missing_dirs(cwd)
+        for path in spec.get("files") or {}:
+            owned += _missing_dirs(os.path.dirname(path)) + [path]
+        mounted = [os.path.normpath(m["target"]) for m in mounts]
+        owned = [p for p in dict.fromkeys(owned) if not any(p == t or p.startswith(t.rstrip("/") + "/")
+                                                             for t in mounted)]
         # open every source before any overlay can hide it (sources live under the Pod's state dir)
         fds = [os.open(m["source"], os.O_PATH) for m in mounts]
         order = sorted(range(len(mounts)), key=lambda i: len([p for p in mounts[i]["target"].split("/") if p]))
@@ -197,8 +208,8 @@ def container(spec: dict) -> None:
             if not os.path.lexists(path):
                 with open(path, "w") as f:
                     f.write(content)
-        cwd = spec.get("cwd") or "/"
         cwd = targets.ensure(cwd, True)
+        _chown([p for p in owned if os.path.lexists(p)], owner)
         os.chdir(cwd)
         for fd in fds:
             os.close(fd)
@@ -206,6 +217,8 @@ def container(spec: dict) -> None:
         argv = spec["argv"]
         if not argv:
             raise FileNotFoundError("no command specified (neither the Pod nor the image rule gives one)")
+        if user:
+            become(user)
     except Exception as e:  # a kubelet reports these as StartError / exit code 128
         _start_error(err_file, f"failed to create containerd task: {e}")
         return
@@ -215,6 +228,46 @@ def container(spec: dict) -> None:
         os.execvpe(argv[0], argv, env)
     except OSError as e:
         _start_error(err_file, f'exec: "{argv[0]}": {e.strerror or e}')
+
+
+PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
+
+
+def _missing_dirs(path: str) -> list[str]:
+    """The directories of `path` (itself included) that do not exist yet, outermost first."""
+    out = []
+    while path not in ("/", "") and not os.path.lexists(path):
+        out.insert(0, path)
+        path = os.path.dirname(path)
+    return out
+
+
+def _chown(paths: list[str], owner: tuple[int, int]) -> None:
+    if owner != (0, 0):
+        for p in paths:
+            os.lchown(p, *owner)
+
+
+def become(user: dict) -> None:
+    """Drop to the container's identity: bounding capability set, no_new_privs, groups, gid, uid (in that order:
+    dropping capabilities needs CAP_SETPCAP, which setuid to a non-root uid clears). On exec, root gets the
+    bounding set; any other uid gets no capabilities."""
+    caps = user.get("caps")
+    if caps is not None:
+        keep = set(caps)
+        try:
+            with open("/proc/sys/kernel/cap_last_cap") as f:
+                last = int(f.read())
+        except OSError:
+            last = 40
+        for cap in range(last + 1):
+            if cap not in keep:
+                _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"drop capability {cap}")
+    if user.get("no_new_privs"):
+        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    os.setgroups([int(g) for g in user.get("groups") or [int(user.get("gid", 0))]])
+    os.setgid(int(user.get("gid", 0)))
+    os.setuid(int(user.get("uid", 0)))
 
 
 def _start_error(path: str | None, msg: str) -> None:

@@ -45,6 +45,8 @@ class Proc:
     pid1_start: int | None = None
     env: dict = field(default_factory=dict)
     cwd: str = "/"
+    uid: int = 0  # the container's user: exec (probes, hooks) runs as it, as a runtime's exec does
+    gid: int = 0
     _popen: subprocess.Popen | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
@@ -98,7 +100,8 @@ class Proc:
 
 
 def start(sandbox: Sandbox, run_dir: Path, log_file: Path, run: int, argv: list[str], env: dict[str, str],
-          cwd: str, mounts: list[dict], registry: Path, files: dict[str, str] | None = None) -> Proc:
+          cwd: str, mounts: list[dict], registry: Path, files: dict[str, str] | None = None,
+          user: dict | None = None) -> Proc:
     """Start one run of a container inside the Pod's sandbox."""
     run_dir.mkdir(parents=True, exist_ok=True)
     log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -109,7 +112,7 @@ def start(sandbox: Sandbox, run_dir: Path, log_file: Path, run: int, argv: list[
     spec = {"pause_pid": sandbox.pause_pid, "join": sandbox.namespaces(), "exit_file": str(exit_file),
             "argv": argv, "env": env, "cwd": cwd, "mounts": mounts, "overlay_dir": str(ovl),
             "private_roots": ["/tmp", "/dev/shm"], "host_registry": str(registry), "start_error_file": str(err_file),
-            "files": files or {}}
+            "files": files or {}, "user": user}
     spec_path = run_dir / f"spec-{run}.json"
     spec_path.write_text(json.dumps(spec))
     argv_full = [sys.executable, "-I", str(CINIT), "shim", str(spec_path)]
@@ -121,7 +124,8 @@ def start(sandbox: Sandbox, run_dir: Path, log_file: Path, run: int, argv: list[
     finally:
         out.close()
     proc = Proc(run=run, shim_pid=p.pid, shim_start=procutil.start_time(p.pid), exit_file=str(exit_file),
-                error_file=str(err_file), log=str(log_file), started_at=time.time(), env=env, cwd=cwd, _popen=p)
+                error_file=str(err_file), log=str(log_file), started_at=time.time(), env=env, cwd=cwd,
+                uid=int((user or {}).get("uid", 0)), gid=int((user or {}).get("gid", 0)), _popen=p)
     deadline = time.monotonic() + 10  # PID 1 is the shim's only child
     while time.monotonic() < deadline and p.poll() is None:
         kids = procutil.children(p.pid)
@@ -137,7 +141,10 @@ def exec_in(proc: Proc, argv: list[str], timeout: float, env: dict | None = None
     if not proc.pid1 or not procutil.same_process(proc.pid1, proc.pid1_start):
         return -1, "container is not running"
     cmd = ["nsenter", f"--target={proc.pid1}", "--mount", "--uts", "--ipc", "--net", "--pid",
-           f"--wdns={proc.cwd or '/'}", "--", *argv]
+           f"--wdns={proc.cwd or '/'}"]
+    if proc.uid or proc.gid:
+        cmd += [f"--setuid={proc.uid}", f"--setgid={proc.gid}"]
+    cmd += ["--", *argv]
     e = dict(env if env is not None else proc.env)
     try:
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -6,13 +6,18 @@
     kuberay  the tag's KubeRay build; `/manager` (the operator image's entrypoint) -> its ray-operator binary
     tool     another binary of the tool cache: /var/cache/rayconformance/<tool>-<tag>/bin on PATH (e.g. traefik)
 
-An image no rule maps (or whose tag names nothing we can build) fails like an unpullable image: waiting reason
-ErrImagePull, then ImagePullBackOff between retries.
+A rule also states what the image itself gives a container (`apply_rule`): ENV, WORKDIR, VOLUMEs (a fresh
+directory per container run) and USER.
+
+An image no rule maps (or whose tag names nothing we can build, e.g. a Ray version PyPI does not have: "not found:
+Ray 2.99.0 does not exist") fails like an unpullable image: waiting reason ErrImagePull, then ImagePullBackOff
+between retries.
 """
 from __future__ import annotations
 
 import fcntl
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -29,6 +34,7 @@ log = logging.getLogger("nodeagent.images")
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 VENVS = CACHE / "venvs"
 PULL_RETRY = 60.0  # seconds before a failed venv build is tried again
+SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 class ImageError(RuntimeError):
@@ -51,6 +57,10 @@ class Runtime:
     home: str = "/root"
     files: dict[str, str] = field(default_factory=dict)  # files created in the container if missing
     env: dict[str, str] = field(default_factory=dict)  # like an image's ENV: the container's env overrides it
+    volumes: list[str] = field(default_factory=list)  # like an image's VOLUMEs: an empty directory per run
+    uid: int = 0  # like an image's USER
+    gid: int = 0
+    note: str = ""  # what of the image's rule is not honored (reported as a NotHonored event)
 
     def argv(self, command: list[str] | None, args: list[str] | None) -> list[str]:
         argv = list(command) + list(args or []) if command else list(self.entrypoint) + list(args or [])
@@ -77,6 +87,32 @@ CONSTRAINTS = Path(__file__).resolve().parent.parent / "ray-constraints.txt"
 MARKER = ".complete-c1"  # bump the suffix when ray-constraints.txt changes, so older venvs are rebuilt
 
 
+def pip_failure(version: str, stderr: str) -> str:
+    """The pull error for a failed `pip install ray==<version>`: a version PyPI does not have reads like a
+    registry's "not found" for the tag."""
+    m = re.search(r"Could not find a version that satisfies the requirement .*?\(from versions: ([^)]*)\)", stderr)
+    if m or "No matching distribution found" in stderr:
+        known = [v.strip() for v in m.group(1).split(",")] if m else []
+        if version not in known:
+            near = [v for v in known if re.fullmatch(r"\d+\.\d+\.\d+", v)][-3:]
+            return (f"not found: Ray {version} does not exist (PyPI has no release ray=={version}"
+                    + (f"; latest: {', '.join(near)}" if near else "") + ")")
+        return (f"not found: ray=={version} has no distribution for this host's Python "
+                f"{sys.version_info.major}.{sys.version_info.minor}")
+    return f"pip install ray[default,serve]=={version} failed: {stderr.strip()[-500:]}"
+
+
+def usable_by_all(path: Path) -> bool:
+    """Whether any user can execute `path` (every directory on the way, symlinks resolved, traversable by others)."""
+    try:
+        real = path.resolve(strict=True)
+    except OSError:
+        return False
+    if not real.stat().st_mode & 0o001:
+        return False
+    return all(p.stat().st_mode & 0o001 for p in real.parents)
+
+
 def venv_ready(version: str) -> bool:
     return (VENVS / f"ray-{version}" / MARKER).exists()
 
@@ -91,7 +127,9 @@ def ensure_ray_venv(version: str, python: str | None = None) -> Path:
             return venv
         if venv.exists():
             shutil.rmtree(venv)  # a half-built venv from an interrupted install
-        py = python or shutil.which("python3", path=BASE_PATH) or sys.executable
+        # the system's Python (not one under /root, say pyenv's): a container's non-root user must run it
+        py = python or (SYSTEM_PYTHON if os.access(SYSTEM_PYTHON, os.X_OK) else None) or \
+            shutil.which("python3", path=BASE_PATH) or sys.executable
         t = time.monotonic()
         subprocess.run([py, "-m", "venv", str(venv)], check=True, capture_output=True)
         r = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-c", str(CONSTRAINTS),
@@ -99,9 +137,25 @@ def ensure_ray_venv(version: str, python: str | None = None) -> Path:
                            capture_output=True, text=True)
         if r.returncode != 0:
             shutil.rmtree(venv, ignore_errors=True)
-            raise ImageError(f"pip install ray[default,serve]=={version} failed: {r.stderr.strip()[-500:]}")
+            raise ImageError(pip_failure(version, r.stderr))
         (venv / MARKER).write_text(f"ray {version} installed in {time.monotonic() - t:.0f}s\n")
         return venv
+
+
+def apply_rule(rt: Runtime, rule) -> None:
+    """What the image itself gives a container, from its rule: ENV, WORKDIR, VOLUMEs, USER."""
+    rt.env = dict(rule.env)
+    if rule.working_dir:
+        rt.workdir = rule.working_dir
+    rt.volumes = list(rule.volumes)
+    if rule.user:
+        uid, _, gid = rule.user.partition(":")
+        rt.uid, rt.gid = int(uid), int(gid or 0)  # (a real runtime takes a missing gid from /etc/passwd)
+    if rt.kind == "ray" and rt.uid and not usable_by_all(Path(rt.path.split(":", 1)[0]) / "python3"):
+        # a venv made before venvs used the system's Python: its interpreter only root can run
+        rt.note = (f"image user {rule.user} (the Ray venv {Path(rt.path.split(':', 1)[0]).parent} was made with "
+                   "an interpreter only root can run; remove it to have it remade)")
+        rt.uid = rt.gid = 0
 
 
 class Images:
@@ -117,7 +171,7 @@ class Images:
             raise ImageError(f'failed to pull image "{image}": no image rule in cluster definition '
                              f"'{self.defn.name}' maps it to a host runtime")
         rt = self._runtime(image, rule)
-        rt.env = dict(rule.env)
+        apply_rule(rt, rule)
         return rt
 
     def _runtime(self, image: str, rule) -> Runtime:
@@ -142,7 +196,7 @@ class Images:
         version = ray_version(image)
         venv = VENVS / f"ray-{version}"
         if not venv_ready(version):
-            self._pull(version)
+            self._pull(version, image)
         # Like the Ray images: HOME and WORKDIR /home/ray (created in an overlay, never on the host), and a
         # ~/.profile keeping the venv on PATH for login shells (`bash -lc`, which KubeRay uses), whose
         # /etc/profile resets PATH on a Debian host
@@ -150,11 +204,11 @@ class Images:
                        workdir="/home/ray", home="/home/ray",
                        files={"/home/ray/.profile": f'export PATH="{venv / "bin"}:$PATH"\n'})
 
-    def _pull(self, version: str) -> None:
+    def _pull(self, version: str, image: str) -> None:
         with self._lock:
             failed = self._failed.get(version)
             if failed and time.monotonic() - failed[0] < PULL_RETRY:
-                raise ImageError(failed[1])
+                raise ImageError(f'failed to pull and unpack image "{image}": {failed[1]}')
             t = self._pulls.get(version)
             if t is None or not t.is_alive():
                 if venv_ready(version):
@@ -171,4 +225,4 @@ class Images:
             self._failed.pop(version, None)
         except Exception as e:  # noqa: BLE001 - reported as the image's pull error
             log.error("Ray %s virtualenv failed: %s", version, e)
-            self._failed[version] = (time.monotonic(), f'failed to pull image "rayproject/ray:{version}": {e}')
+            self._failed[version] = (time.monotonic(), str(e))

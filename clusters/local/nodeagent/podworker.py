@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import containers, devices, env as envmod
+from . import containers, devices, env as envmod, security
 from .kube import ApiError
 from .probemanager import ProberManager
 from .restart import RESYNC, RETRY
@@ -218,6 +218,10 @@ class PodWorker(ContainerRuntime, Termination, ProberManager, StatusManager):
             self.event("Warning", "UnexpectedAdmissionError", str(e))
             return False
         self.admitted = True
+        unhonored = security.not_honored(self.pod, self.agent.host_caps)
+        if unhonored:
+            self.event("Warning", "NotHonored", "the local test bed's node agent does not honor: "
+                       + "; ".join(unhonored)[:850] + " (clusters/local/nodeagent/README.md, known deviations)")
         return True
 
     def _ensure_sandbox(self, now: float) -> bool:

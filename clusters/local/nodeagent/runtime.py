@@ -13,7 +13,7 @@ import shutil
 import threading
 from pathlib import Path
 
-from . import containers, env as envmod, probes
+from . import containers, env as envmod, probes, security
 from .images import ImageError, ImagePulling
 from .kube import ApiError
 from .restart import RETRY, crash_backoff, image_pull_retry, should_restart
@@ -74,6 +74,9 @@ class ContainerRuntime:
             self.next_wake = min(self.next_wake, c.next_start)
             return
         c.pull_failures = 0
+        if rt.note and c.runs == 0:
+            self.event("Warning", "NotHonored", f"the local test bed's node agent does not honor: {rt.note}",
+                       self._fieldpath(c))
         hostname = pod_hostname(self.pod)
         try:
             cenv = envmod.container_env(self.pod, spec, self.agent.volumes.objects, self.sandbox.ip,
@@ -85,8 +88,9 @@ class ContainerRuntime:
             full_env[MARKER] = self.uid
             argv = rt.argv(envmod.expand_argv(spec.get("command") or [], full_env),
                            envmod.expand_argv(spec.get("args") or [], full_env))
-            mounts = self._mounts(spec, full_env)
-        except (envmod.EnvError, ApiError, VolumeError) as e:
+            ident = security.identity(self.pod, spec, rt.uid, rt.gid, self.agent.host_caps)
+            mounts = self._mounts(spec, full_env, rt.volumes, c.name, c.runs, (ident.uid, ident.gid))
+        except (envmod.EnvError, ApiError, VolumeError, security.SecurityError) as e:
             c.state = waiting("CreateContainerConfigError", str(e))
             self.event("Warning", "Failed", f"Error: {e}", self._fieldpath(c))
             c.next_start = now + RETRY
@@ -98,10 +102,11 @@ class ContainerRuntime:
                        self._fieldpath(c))
         cdir = self.dir / "containers" / c.name
         shutil.rmtree(cdir / f"overlay-{run - 1}", ignore_errors=True)
+        shutil.rmtree(cdir / f"image-volumes-{run - 1}", ignore_errors=True)
         self._rotate_logs(c.name, run)
         proc = containers.start(self.sandbox, cdir, self.dir / "logs" / c.name / f"{run}.log", run, argv,
                                 full_env, spec.get("workingDir") or rt.workdir, mounts, self.agent.registry,
-                                rt.files)
+                                rt.files, ident.to_spec())
         c.runs = run + 1
         c.restart_count = run
         c.proc = proc
@@ -130,9 +135,20 @@ class ContainerRuntime:
         kind = "containers" if c.kind == "app" else "initContainers"
         return f"spec.{kind}{{{c.name}}}"
 
-    def _mounts(self, spec: dict, env: dict) -> list[dict]:
+    def _mounts(self, spec: dict, env: dict, image_volumes: list[str] = (), name: str = "", run: int = 0,
+                owner: tuple[int, int] = (0, 0)) -> list[dict]:
         paths = self.volume_paths or {}
         mounts, targets = [], {os.path.normpath(vm["mountPath"]) for vm in spec.get("volumeMounts") or []}
+        # the image's VOLUMEs: as containerd does, a fresh directory per container (run) unless a volumeMount
+        # covers the path, owned by the container's user
+        for i, path in enumerate(os.path.normpath(v) for v in image_volumes):
+            if path in targets:
+                continue
+            src = self.dir / "containers" / name / f"image-volumes-{run}" / str(i)
+            src.mkdir(parents=True, exist_ok=True)
+            os.chown(src, *owner)
+            mounts.append({"source": str(src), "target": path, "readonly": False})
+            targets.add(path)
         if "/tmp" not in targets:  # the Pod's private /tmp, shared by its containers
             mounts.append({"source": str(self.dir / "tmp"), "target": "/tmp", "readonly": False})
         for vm in spec.get("volumeMounts") or []:

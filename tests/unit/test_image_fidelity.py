@@ -1,0 +1,140 @@
+"""Image rules carry what a Pod relies on from its image; securityContext identity and capabilities; what the
+local test bed reports as not honored; the pull error of a Ray version that does not exist."""
+from __future__ import annotations
+
+import pytest
+
+from rayconformance.clusters import definition
+from rayconformance.clusters.local.nodeagent import images, security
+
+
+def _pod(containers, **spec):
+    return {"metadata": {"name": "p", "namespace": "n"}, "spec": {"containers": containers, **spec}}
+
+
+@pytest.mark.parametrize("name", ["local-cpu", "local-gpu"])
+def test_every_image_rule_states_workdir_and_user(name):
+    d = definition.load(name)
+    for r in d.images:
+        assert r.working_dir.startswith("/"), r.match
+        assert r.user, r.match
+    redis = d.image_rule("redis:7.4.0")
+    assert redis.working_dir == "/data" and redis.volumes == ("/data",)
+    ray = d.image_rule("rayproject/ray:2.52.0")
+    assert (ray.working_dir, ray.user) == ("/home/ray", "1000:100")
+
+
+def test_rule_fields_reach_the_runtime():
+    rule = definition.ImageRule("redis:*", "host", ("redis-server",), env=(("A", "1"),), working_dir="/data",
+                                volumes=("/data",), user="999:998")
+    rt = images.Runtime("host", "redis:7", "host://redis:7", images.BASE_PATH, ["redis-server"])
+    images.apply_rule(rt, rule)
+    assert (rt.workdir, rt.volumes, rt.uid, rt.gid, rt.env) == ("/data", ["/data"], 999, 998, {"A": "1"})
+
+
+def test_malformed_rule_fields_are_refused(tmp_path):
+    base = ("kind: ClusterDefinition\nprovider: local\nnodes: [{name: n1}]\nimages:\n"
+            "  - {match: 'x:*', runtime: host, %s}\n")
+    for bad in ("workingDir: data", "volumes: [data]", "user: ray"):
+        p = tmp_path / "d.yaml"
+        p.write_text(base % bad)
+        with pytest.raises(definition.DefinitionError):
+            definition.load(str(p))
+
+
+def test_identity_from_image_and_security_context():
+    have = set(security.CAPS)
+    c = {"name": "c"}
+    ident = security.identity(_pod([c]), c, 1000, 100, have)
+    assert (ident.uid, ident.gid, ident.groups) == (1000, 100, [100])
+    assert ident.caps == sorted(security.CAP_NUM[n] for n in security.DEFAULT_CAPS)
+    c = {"name": "c", "securityContext": {"runAsUser": 7, "capabilities": {"add": ["SYS_PTRACE"], "drop": ["KILL"]},
+                                          "allowPrivilegeEscalation": False}}
+    ident = security.identity(_pod([c], securityContext={"runAsGroup": 8, "fsGroup": 9, "supplementalGroups": [10]}),
+                              c, 1000, 100, have)
+    assert (ident.uid, ident.gid, ident.groups, ident.no_new_privs) == (7, 8, [8, 10, 9], True)
+    assert security.CAP_NUM["SYS_PTRACE"] in ident.caps and security.CAP_NUM["KILL"] not in ident.caps
+    c = {"name": "c", "securityContext": {"capabilities": {"drop": ["ALL"]}}}
+    assert security.identity(_pod([c]), c, 0, 0, have).caps == []
+    c = {"name": "c", "securityContext": {"privileged": True}}
+    assert security.identity(_pod([c]), c, 0, 0, have).caps is None
+
+
+def test_run_as_non_root_refuses_root():
+    c = {"name": "c"}
+    with pytest.raises(security.SecurityError, match="image will run as root"):
+        security.identity(_pod([c], securityContext={"runAsNonRoot": True}), c, 0, 0, set())
+    security.identity(_pod([c], securityContext={"runAsNonRoot": True}), c, 65532, 65532, set())
+
+
+def test_not_honored_lists_what_the_bed_cannot_give():
+    c = {"name": "c", "securityContext": {"readOnlyRootFilesystem": True,
+                                          "capabilities": {"add": ["SYS_RESOURCE", "SYS_PTRACE"]},
+                                          "seccompProfile": {"type": "RuntimeDefault"}},
+         "resources": {"limits": {"memory": "1Gi"}}, "livenessProbe": {"grpc": {"port": 1}},
+         "ports": [{"containerPort": 80, "hostPort": 8080}]}
+    out = " | ".join(security.not_honored(_pod([c], shareProcessNamespace=True),
+                                          set(security.CAPS) - {"SYS_RESOURCE"}))
+    for want in ("readOnlyRootFilesystem", "SYS_RESOURCE", "seccompProfile RuntimeDefault", "limits memory",
+                 "livenessProbe.grpc", "hostPort 8080", "shareProcessNamespace"):
+        assert want in out
+    assert "SYS_PTRACE" not in out  # honored
+    assert security.not_honored(_pod([{"name": "c", "image": "busybox"}]), set(security.CAPS)) == []
+
+
+def test_unknown_ray_version_reads_as_not_found():
+    err = ("ERROR: Could not find a version that satisfies the requirement ray[default,serve]==2.99.0 "
+           "(from versions: 2.52.0, 2.53.0, 2.60.0)\nERROR: No matching distribution found for "
+           "ray[default,serve]==2.99.0\n")
+    msg = images.pip_failure("2.99.0", err)
+    assert msg.startswith("not found: Ray 2.99.0 does not exist") and "2.60.0" in msg
+    assert "pip install" in images.pip_failure("2.52.0", "ERROR: connection refused")
+    with pytest.raises(images.ImageError, match="does not name a Ray release"):
+        images.ray_version("rayproject/ray:nightly")
+
+
+def test_local_path_storage_objects_are_upstreams_with_kinds_two_changes(tmp_path):
+    from rayconformance.clusters.local import storage
+    manifest = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: local-path-storage}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local-path}
+provisioner: rancher.io/local-path
+---
+kind: ConfigMap
+apiVersion: v1
+metadata: {name: local-path-config, namespace: local-path-storage}
+data:
+  config.json: |-
+    {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/opt/local-path-provisioner"]}]}
+  setup: "mkdir"
+"""
+    objs = storage.objects(manifest, tmp_path / "lp")
+    assert [o["kind"] for o in objs] == ["Namespace", "StorageClass", "ConfigMap"]
+    assert objs[1]["metadata"]["annotations"] == {storage.DEFAULT_CLASS: "true"}
+    assert str(tmp_path / "lp") in objs[2]["data"]["config.json"] and objs[2]["data"]["setup"] == "mkdir"
+
+
+def test_ray_venv_only_root_can_run_keeps_root_and_says_so(tmp_path):
+    private = tmp_path / "private"
+    (private / "bin").mkdir(parents=True)
+    (private / "bin" / "python3").write_text("")
+    (private / "bin" / "python3").chmod(0o755)
+    private.chmod(0o700)
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python3").symlink_to(private / "bin" / "python3")
+    rule = definition.ImageRule("rayproject/ray:*", "ray", user="1000:100")
+    rt = images.Runtime("ray", "rayproject/ray:2.46.0", "ray://2.46.0", f"{venv}:{images.BASE_PATH}")
+    images.apply_rule(rt, rule)
+    assert (rt.uid, rt.gid) == (0, 0) and "1000:100" in rt.note
+    private.chmod(0o755)
+    tmp_path.chmod(0o755)
+    rt = images.Runtime("ray", "rayproject/ray:2.46.0", "ray://2.46.0", f"{venv}:{images.BASE_PATH}")
+    images.apply_rule(rt, rule)
+    if images.usable_by_all(venv / "python3"):  # (every ancestor of tmp_path traversable)
+        assert (rt.uid, rt.gid, rt.note) == (1000, 100, "")
