@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local test bed's Go components into a cache outside the repo, keyed by version.
-# Usage: build-tools.sh [component[@version] ...]   (components: etcd kubernetes coredns kuberay traefik gatewayapi;
+# Usage: build-tools.sh [component[@version] ...]   (components: etcd kubernetes coredns kuberay traefik gatewayapi
+#        localpath;
 #        default: all; `kuberay@v1.6.1` builds that one KubeRay release instead of every one in KUBERAY_VERSIONS)
 # Already-built components are skipped. Prints what it builds and how long each took.
 set -euo pipefail
@@ -109,13 +110,29 @@ build_gatewayapi() {
   echo "build-tools: gateway-api $GATEWAY_API_VERSION CRDs -> $dir/crd"
 }
 
-all="etcd kubernetes coredns kuberay traefik gatewayapi"
+# Rancher's local-path-provisioner (kind's default StorageClass): the binary, and its upstream manifest
+build_localpath() {
+  local dir=$CACHE/localpath-$LOCAL_PATH_PROVISIONER_VERSION
+  [ -x "$dir/bin/local-path-provisioner" ] && [ -f "$dir/deploy/local-path-storage.yaml" ] &&
+    { echo "build-tools: local-path-provisioner $LOCAL_PATH_PROVISIONER_VERSION cached"; return; }
+  echo "build-tools: building local-path-provisioner $LOCAL_PATH_PROVISIONER_VERSION"; local t=$(stamp)
+  GOBIN=$dir/bin go install -trimpath -ldflags "-s -w -X main.VERSION=$LOCAL_PATH_PROVISIONER_VERSION" \
+    "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION"
+  (cd /tmp && go mod download "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION")
+  local src; src=$(go env GOMODCACHE)/github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION
+  rm -rf "$dir/deploy"; mkdir -p "$dir/deploy"; cp "$src/deploy/local-path-storage.yaml" "$dir/deploy/"
+  chmod -R u+w "$dir/deploy"
+  report "local-path-provisioner $LOCAL_PATH_PROVISIONER_VERSION" "$t" "$dir/bin"
+}
+
+all="etcd kubernetes coredns kuberay traefik gatewayapi localpath"
 start=$(stamp)
 for arg in ${*:-$all}; do
   c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
   case $c in
     kuberay) ( [ -n "$v" ] && KUBERAY_VERSIONS=$v; build_kuberay ) ;;
     traefik) ( [ -n "$v" ] && TRAEFIK_VERSION=$v; build_traefik ) ;;
+    localpath) ( [ -n "$v" ] && LOCAL_PATH_PROVISIONER_VERSION=$v; build_localpath ) ;;
     etcd|kubernetes|coredns|gatewayapi) ( "build_$c" ) ;;
     *) echo "build-tools: unknown component '$c' (known: $all)" >&2; exit 2 ;;
   esac

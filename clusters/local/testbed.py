@@ -82,10 +82,11 @@ class TestBed:
             phase("network", network.up, d.host_address, d.dns_address, d.pod_cidr, d.service_cidr)
             phase("control-plane", controlplane.start, d, self.state)
             if nodes:
-                from . import dns, nodes as node_side, proxy
+                from . import dns, nodes as node_side, proxy, storage
                 phase("dns", dns.start, d, self.state)
                 phase("nodes", node_side.start, d, self.state)
                 phase("kube-proxy", proxy.start, d, self.state)
+                phase("storage", storage.start, d, self.state)  # default StorageClass (not waited for)
         except BaseException:
             self.down()
             raise

@@ -1,5 +1,6 @@
 """Pod volumes in the Pod's state dir: emptyDir, configMap, secret, downwardAPI, projected (with TokenRequest
-service-account tokens), hostPath.
+service-account tokens), hostPath; persistentVolumeClaim and ephemeral volumes bound to hostPath or local PVs (the
+PV's directory itself).
 
 API-backed volumes use the kubelet's atomic-writer layout: files live in a timestamped `..<ts>` directory,
 `..data` links to it, and each top-level name links through `..data`, so an update swaps one symlink. They are
@@ -42,6 +43,12 @@ class Objects(envmod.Resolver):
 
     def services(self, namespace: str) -> list[dict]:
         return self.kube.get(f"/api/v1/namespaces/{namespace}/services").get("items", [])
+
+    def pvc(self, namespace: str, name: str) -> dict | None:
+        return self.kube.get_or_none(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")
+
+    def pv(self, name: str) -> dict | None:
+        return self.kube.get_or_none(f"/api/v1/persistentvolumes/{name}")
 
     def kubernetes_service(self) -> dict | None:
         return self.kube.get_or_none("/api/v1/namespaces/default/services/kubernetes")
@@ -211,6 +218,10 @@ class Volumes:
             elif not p.exists():
                 p.mkdir(parents=True, exist_ok=True)  # type "": the runtime creates a directory
             return str(p)
+        if "persistentVolumeClaim" in v or "ephemeral" in v:
+            claim = v["persistentVolumeClaim"]["claimName"] if "persistentVolumeClaim" in v else \
+                f"{pod['metadata']['name']}-{name}"  # the ephemeral volume controller's PVC name
+            return self._claimed(ns, claim)
         payload: dict[str, tuple[bytes, int]] | None = None
         if "configMap" in v:
             c = v["configMap"]
@@ -230,6 +241,31 @@ class Volumes:
             raise VolumeError(f"volume {name}: type {kinds} is not supported by the local provider")
         write_atomic_dir(path, payload)
         return str(path)
+
+    def _claimed(self, ns: str, claim: str) -> str:
+        """The host directory of the PV bound to a claim (hostPath and local PVs: all nodes share this host)."""
+        pvc = self.objects.pvc(ns, claim)
+        if pvc is None:
+            raise VolumeError(f'persistentvolumeclaim "{claim}" not found')
+        pv_name = (pvc.get("spec") or {}).get("volumeName")
+        if (pvc.get("status") or {}).get("phase") != "Bound" or not pv_name:
+            raise VolumeError(f'persistentvolumeclaim "{claim}" is not bound')
+        pv = self.objects.pv(pv_name)
+        if pv is None:
+            raise VolumeError(f'persistentvolume "{pv_name}" not found')
+        src = pv["spec"].get("hostPath") or pv["spec"].get("local")
+        if not src:
+            kinds = sorted(k for k in pv["spec"] if k not in ("accessModes", "capacity", "claimRef", "nodeAffinity",
+                           "persistentVolumeReclaimPolicy", "storageClassName", "volumeMode", "mountOptions"))
+            raise VolumeError(f'persistentvolume "{pv_name}": type {kinds} is not supported by the local provider '
+                              "(hostPath and local only)")
+        p = Path(src["path"])
+        if not p.exists():
+            if "hostPath" in pv["spec"] and (src.get("type") or "") in ("", "DirectoryOrCreate"):
+                p.mkdir(parents=True, exist_ok=True)
+            else:
+                raise VolumeError(f'persistentvolume "{pv_name}": path {p} does not exist')
+        return str(p)
 
     def _downward(self, pod, items, default_mode, pod_ip, host_ip, allocatable):
         out = {}
