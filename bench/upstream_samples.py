@@ -1,0 +1,233 @@
+"""KubeRay's own sample manifests, unmodified, on a cluster: how many reach their goal, and why the others do not.
+
+    .venv/bin/python bench/upstream_samples.py [--provider local] [--cluster local-cpu]
+        [--operator-profile kuberay-v1.6.1] [--only SUBSTRING ...] [--timeout 300] [--list]
+
+The samples are the top-level `config/samples/*.yaml` of the KubeRay module at the profile's version (the tool
+cache's copy, else the Go module cache). Skipped, with the reason: samples that need hardware (GPUs, TPUs), cloud
+services (GKE, AWS load balancers, buckets) or internet egress (runtime_env working_dir/pip from the internet,
+package installs, model downloads), and files with no Ray resource. Every other sample is applied as is, one at a
+time, in a fresh namespace (the only change: that namespace), and is "reached" when each of its Ray resources
+reaches its goal: RayCluster state ready, RayJob jobDeploymentStatus Complete with jobStatus SUCCEEDED, RayService
+Ready, RayCronJob a RayJob scheduled. A failure prints its cause: the resource's last status, Pods that are not
+ready (with waiting reasons) and Warning events.
+
+It brings the cluster up and installs the operator itself (on `local` it waits for the machine's test-bed lock),
+and takes both down at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from kubernetes import client
+
+from rayconformance.clusters.local.paths import CACHE
+from rayconformance.fixtures import kube, namespaces, operator, profiles, providers
+
+RAY_KINDS = {"RayCluster": "rayclusters", "RayJob": "rayjobs", "RayService": "rayservices",
+             "RayCronJob": "raycronjobs"}
+HARDWARE = re.compile(r"nvidia\.com/gpu|google\.com/tpu|amd\.com/gpu|aws\.amazon\.com/neuron|habana\.ai")
+CLOUD = re.compile(r"\bgke\b|\.gke\.|cloud\.google\.com|gcsfuse|gcs-fuse|alb\.ingress|eks\.amazonaws|\bs3://|\bgs://|"
+                   r"azure|application-networking\.k8s\.aws|agc")
+EGRESS = re.compile(r"(working_dir|py_modules|pip|uv|requirements)\W.*https?://|https?://[^\s\"']*\.(zip|whl|tar\.gz)|"
+                    r"\bpip3? install\b|\buv (pip|run|add)\b|\bpip:\s|[\"']pip[\"']\s*:|huggingface|hf_token|HF_TOKEN|"
+                    r"\bwget https?://|\bcurl [^|]*https?://|git clone", re.I)
+
+
+def samples_dir(version: str) -> Path:
+    d = CACHE / f"kuberay-{version}" / "config" / "samples"
+    if d.is_dir():
+        return d
+    out = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True).stdout.strip()
+    d = Path(out) / f"github.com/ray-project/kuberay/ray-operator@{version}" / "config" / "samples"
+    if not d.is_dir():
+        raise SystemExit(f"bench: no KubeRay {version} samples in the tool cache or the Go module cache; "
+                         f"run `bash clusters/local/build-tools.sh kuberay@{version}`")
+    return d
+
+
+def _code(text: str) -> str:
+    """The manifest without YAML comments (links in comments are no egress)."""
+    return "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
+
+
+def classify(path: Path) -> tuple[str | None, list[dict]]:
+    """(reason to skip or None, the objects)."""
+    text = path.read_text()
+    objs = [o for o in yaml.safe_load_all(text) if o]
+    code = _code(text)
+    if not any(o.get("kind") in RAY_KINDS for o in objs):
+        return "no Ray resource (" + ", ".join(sorted({o.get("kind", "?") for o in objs})) + ")", objs
+    if HARDWARE.search(code):
+        return "needs hardware: " + HARDWARE.search(code).group(0), objs
+    m = CLOUD.search(code) or CLOUD.search(path.name)
+    if m:
+        return f"needs a cloud service: {m.group(0)}", objs
+    m = EGRESS.search(code)
+    if m:
+        return f"needs internet egress: {m.group(0)[:60]!r}", objs
+    return None, objs
+
+
+def _status(api, ns: str, obj: dict) -> dict:
+    custom = client.CustomObjectsApi(api)
+    try:
+        return custom.get_namespaced_custom_object("ray.io", obj["apiVersion"].split("/")[1], ns,
+                                                   RAY_KINDS[obj["kind"]], obj["metadata"]["name"]).get("status") or {}
+    except client.ApiException as e:
+        return {"error": f"{e.status} {e.reason}"}
+
+
+def reached(api, ns: str, obj: dict) -> tuple[bool, bool, str]:
+    """(reached, failed for good, short status)."""
+    st = _status(api, ns, obj)
+    kind = obj["kind"]
+    if kind == "RayCluster":
+        return st.get("state") == "ready", False, f"state={st.get('state')} reason={st.get('reason', '')}"
+    if kind == "RayJob":
+        js, ds = st.get("jobStatus"), st.get("jobDeploymentStatus")
+        done = ds in ("Complete", "Failed") or js in ("SUCCEEDED", "FAILED", "STOPPED")
+        return js == "SUCCEEDED" and ds in ("Complete", None, ""), done and js != "SUCCEEDED", \
+            f"jobDeploymentStatus={ds} jobStatus={js} message={str(st.get('message', ''))[:200]}"
+    if kind == "RayService":
+        conds = {c["type"]: c for c in st.get("conditions") or []}
+        ready = conds.get("Ready", {}).get("status") == "True"
+        return ready, False, f"Ready={conds.get('Ready', {}).get('status')} " \
+            f"reason={conds.get('Ready', {}).get('reason')} serviceStatus={st.get('serviceStatus')}"
+    if kind == "RayCronJob":
+        return bool(st.get("lastScheduleTime")), False, f"lastScheduleTime={st.get('lastScheduleTime')}"
+    return False, True, "unknown kind"
+
+
+def cause(api, ns: str, statuses: list[str]) -> str:
+    core = client.CoreV1Api(api)
+    parts = list(statuses)
+    for p in core.list_namespaced_pod(ns).items:
+        ready = any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+        if ready or p.status.phase == "Succeeded":
+            continue
+        waits = []
+        for cs in (p.status.init_container_statuses or []) + (p.status.container_statuses or []):
+            st = cs.state
+            if st.waiting:
+                waits.append(f"{cs.name}: {st.waiting.reason} {(st.waiting.message or '')[:160]}")
+            elif st.terminated and st.terminated.exit_code:
+                waits.append(f"{cs.name}: exit {st.terminated.exit_code} {st.terminated.reason}")
+        sched = [c.message for c in p.status.conditions or [] if c.type == "PodScheduled" and c.status == "False"]
+        parts.append(f"Pod {p.metadata.name} {p.status.phase}" + (f" [{'; '.join(waits)}]" if waits else "")
+                     + (f" unschedulable: {sched[0][:160]}" if sched else ""))
+    seen = set()
+    for e in core.list_namespaced_event(ns).items:
+        if e.type == "Warning" and e.reason not in ("NotHonored",) and (e.reason, e.message) not in seen:
+            seen.add((e.reason, e.message))
+            parts.append(f"Warning {e.reason} {e.involved_object.kind}/{e.involved_object.name}: "
+                         f"{(e.message or '')[:200]}")
+    return "\n      ".join(parts[:12])
+
+
+def _no_scheduler(core, ns: str) -> str | None:
+    """Pods left to a scheduler the cluster does not run (never scheduled, not even marked unschedulable)."""
+    for p in core.list_namespaced_pod(ns).items:
+        if p.spec.scheduler_name not in (None, "default-scheduler") and not p.spec.node_name and \
+                not any(c.type == "PodScheduled" for c in p.status.conditions or []):
+            return f"Pod {p.metadata.name} waits for scheduler {p.spec.scheduler_name!r}, which the cluster does not run"
+    return None
+
+
+def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool, str, float]:
+    from kubernetes import dynamic
+    core = client.CoreV1Api(api)
+    ns = namespaces.create(core, "sample-" + re.sub(r"[^a-z0-9]+", "-", path.stem.lower())[:30], "bench")
+    dyn = dynamic.DynamicClient(api)
+    t0 = time.monotonic()
+    try:
+        for o in objs:
+            res = dyn.resources.get(api_version=o["apiVersion"], kind=o["kind"])
+            try:
+                res.create(body=o, namespace=ns if res.namespaced else None)
+            except Exception as e:  # noqa: BLE001 - a create error is the sample's failure
+                if getattr(e, "status", None) != 409:
+                    return False, f"creating {o['kind']} {o['metadata'].get('name')}: {str(e).splitlines()[0][:300]}", 0
+        ray_objs = [o for o in objs if o["kind"] in RAY_KINDS]
+        while True:
+            results = [reached(api, ns, o) for o in ray_objs]
+            if all(r[0] for r in results):
+                return True, "", time.monotonic() - t0
+            statuses = [f"{o['kind']} {o['metadata']['name']}: {r[2]}" for o, r in zip(ray_objs, results)]
+            stuck = _no_scheduler(core, ns) if time.monotonic() - t0 > 60 else None
+            if any(r[1] for r in results) or stuck or time.monotonic() - t0 > timeout:
+                why = "failed" if any(r[1] for r in results) else stuck or f"not reached in {timeout:.0f}s"
+                return False, f"{why}: " + cause(api, ns, statuses), time.monotonic() - t0
+            time.sleep(3)
+    finally:
+        for o in objs:  # cluster-scoped objects of the sample (e.g. ClusterRoles) go too
+            try:
+                res = dyn.resources.get(api_version=o["apiVersion"], kind=o["kind"])
+                if not res.namespaced:
+                    res.delete(name=o["metadata"]["name"])
+            except Exception:  # noqa: BLE001
+                pass
+        namespaces.delete(core, ns, 300)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--provider", default="local")
+    ap.add_argument("--cluster")
+    ap.add_argument("--operator-profile", default="kuberay-v1.6.1")
+    ap.add_argument("--only", nargs="*", default=[], help="samples whose file name contains one of these")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per sample")
+    ap.add_argument("--list", action="store_true", help="only print which samples would run or be skipped")
+    a = ap.parse_args(argv)
+    profile = profiles.load(a.operator_profile)
+    version = profile.implementation["version"]
+    sdir = samples_dir(version)
+    plan = []
+    for path in sorted(sdir.glob("*.yaml")):
+        if a.only and not any(s in path.name for s in a.only):
+            continue
+        skip, objs = classify(path)
+        plan.append((path, skip, objs))
+    print(f"KubeRay {version} samples from {sdir}: {len(plan)} files")
+    for path, skip, _ in plan:
+        if skip:
+            print(f"  skip {path.name}: {skip}")
+    todo = [(p, o) for p, s, o in plan if not s]
+    if a.list:
+        for p, _ in todo:
+            print(f"  run  {p.name}")
+        return 0
+    os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
+    run_dir = Path(tempfile.mkdtemp(prefix="rc-samples-"))
+    provider = providers.make_provider(a.provider, a.cluster, run_dir)
+    cluster = provider.up()
+    print(f"cluster {cluster.name} up in {cluster.bringup_seconds:.1f}s", flush=True)
+    results = []
+    try:
+        operator.install(profile, cluster, run_dir, provider)
+        api = kube.api_client(cluster.kubeconfig)
+        for path, objs in todo:
+            ok, why, secs = run_sample(api, path, objs, a.timeout)
+            results.append((path.name, ok, why))
+            print(f"  {'REACHED' if ok else 'FAILED '} {path.name} ({secs:.0f}s){'' if ok else chr(10) + '      ' + why}",
+                  flush=True)
+        operator.uninstall(profile, cluster, run_dir)
+    finally:
+        provider.down()
+        shutil.rmtree(run_dir, ignore_errors=True)
+    n_ok = sum(1 for _, ok, _ in results if ok)
+    print(f"reached/attempted: {n_ok}/{len(results)} (skipped {len(plan) - len(todo)})")
+    return 0 if n_ok == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
