@@ -38,10 +38,11 @@ def test_job_runs_to_completion_and_cluster_is_removed(k8s, namespace, ray_versi
 
 @pytest.mark.feature("RayJobK8sJobMode")
 def test_failing_entrypoint_ends_failed(k8s, namespace, ray_version, timeouts):
-    """A RayJob whose entrypoint exits non-zero ends with jobStatus FAILED and jobDeploymentStatus Failed."""
+    """A RayJob whose entrypoint exits non-zero ends with jobStatus FAILED, jobDeploymentStatus Failed and
+    reason AppFailed (the application failed, not the submission)."""
     body = ray.sample("rayjob-basic", ray_version)
     body["metadata"]["name"] = "fails"
     body["spec"]["entrypoint"] = "python -c \"import sys; print('about to fail'); sys.exit(3)\""
     ray.RayResources(k8s, namespace, "RayJob").create(body)
     rayjob_must_finish(k8s, namespace, "fails", timeouts.long, job_status="FAILED", deployment_status="Failed",
-                       when="for an entrypoint exiting 3")
+                       reason="AppFailed", when="for an entrypoint exiting 3")
