@@ -33,7 +33,7 @@ def test_every_conformance_test_has_a_break_case(collected):
 
     cases = {c.test for c in CASES}
     missing = sorted(t for t in collected if t not in cases)
-    assert not missing, (f"conformance tests without a deliberate break in tests/breaks/test_breaks.py (CASES): "
+    assert not missing, (f"conformance tests without a deliberate break in tests/breaks/cases_<resource>.py (CASES): "
                          f"{', '.join(missing)}; add a Case that makes each fail")
     stale = sorted(c for c in cases if c not in collected)
     assert not stale, f"break cases naming no conformance test: {', '.join(stale)}"

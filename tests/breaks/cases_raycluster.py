@@ -1,0 +1,22 @@
+"""Break cases for the RayCluster conformance tests."""
+from __future__ import annotations
+
+from tests.breaks.harness import Case, set_field, provisioned, stop_operator_when, namespace_created
+
+CASES = [
+    Case("head_and_workers_provisioned", "RayClusterProvisioned=True", gates={"RayClusterStatusConditions": False}),
+    Case("suspend_and_resume", "RayClusterProvisioned=True", gates={"RayClusterStatusConditions": False}),
+    Case("manual_scale_up_and_down", "scale up to 2", saboteur=stop_operator_when(provisioned)),
+    Case("delete_cleans_redis_and_removes_cluster", "DBSIZE", env={"ENABLE_GCS_FT_REDIS_CLEANUP": "false"}),
+    Case("detached_actor_survives_head_pod_deletion", "keep its state",
+         samples={"raycluster-gcs-ft": set_field(["spec", "gcsFaultToleranceOptions"], None)}),
+    Case("invalid_configuration_gets_warning_event", "Warning event", saboteur=stop_operator_when(namespace_created)),
+    Case("demand_scales_workers_up_and_idle_down[v1]", "autoscaler",
+         samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
+    Case("demand_scales_workers_up_and_idle_down[v2]", "autoscaler",
+         samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
+    # as if the operator did not derive `--num-gpus` from the container's nvidia.com/gpu limit
+    Case("gpu_worker_group_gets_a_gpu", "must count the worker's GPU",
+         samples={"raycluster-gpu": set_field(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-gpus"], "0")},
+         timeout_scale=0.6),  # the probe job itself waits up to 3 minutes for a GPU
+]

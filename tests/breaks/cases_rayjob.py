@@ -1,0 +1,71 @@
+"""Break cases for the RayJob conformance tests, and the submitters and saboteurs they use."""
+from __future__ import annotations
+
+import threading
+
+from kubernetes import client
+
+from rayconformance.fixtures.expect import rayjob
+from tests.breaks.harness import (Case, set_field, until, job_running, job_suspended, patch_rayjob_spec,
+                                  stop_operator_when)
+
+RESUBMITTING_SUBMITTER = {"spec": {"restartPolicy": "Never", "containers": [{
+    "name": "ray-job-submitter", "image": "rayproject/ray:2.46.0",
+    "command": ["bash", "-c", "ray job submit --address http://$RAY_DASHBOARD_ADDRESS --no-wait -- "
+                "python -c \"import time; [print('tick', i, flush=True) or time.sleep(1) for i in range(45)]; "
+                "print('entrypoint done')\" && sleep 40"],
+    "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "200Mi"}}}]}}
+
+# A submitter that submits a 5-minute job and exits 0 at once: the RayJob ends Failed with jobStatus FAILED
+# after the operator's submitter-finished grace period, with that reason instead of AppFailed.
+EARLY_EXITING_SUBMITTER = {"spec": {"restartPolicy": "Never", "containers": [{
+    "name": "ray-job-submitter", "image": "rayproject/ray:2.46.0",
+    "command": ["bash", "-c", "ray job submit --address http://$RAY_DASHBOARD_ADDRESS --submission-id "
+                "$RAY_JOB_SUBMISSION_ID --no-wait -- python -c 'import time; time.sleep(300)'"],
+    "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "200Mi"}}}]}}
+
+
+def delete_selected_cluster_when_job_finished(api: client.ApiClient, stop: threading.Event) -> bool:
+    """A saboteur acting as if the operator applied shutdownAfterJobFinishes to a RayCluster chosen by
+    clusterSelector: once such a RayJob has finished, delete that RayCluster."""
+    co = client.CustomObjectsApi(api)
+    found: dict = {}
+
+    def finished():
+        for o in co.list_cluster_custom_object("ray.io", "v1", "rayjobs")["items"]:
+            selected = (o["spec"].get("clusterSelector") or {}).get("ray.io/cluster")
+            if selected and rayjob.is_finished(o):
+                found.update(ns=o["metadata"]["namespace"], cluster=selected)
+                return True
+        return False
+
+    return until(stop, finished, 0.5) and until(stop, lambda: co.delete_namespaced_custom_object(
+        "ray.io", "v1", found["ns"], "rayclusters", found["cluster"]) is not None, 1.0)
+
+
+
+CASES = [
+    Case("job_runs_to_completion_and_cluster_is_removed", "shutdownAfterJobFinishes",
+         samples={"rayjob-basic": set_field(["spec", "shutdownAfterJobFinishes"], False)}),
+    Case("failing_entrypoint_ends_failed", "reason=AppFailed",
+         samples={"rayjob-basic": set_field(["spec", "submitterPodTemplate"], EARLY_EXITING_SUBMITTER)}),
+    Case("created_suspended_then_resumed", r"RayJob \S+ to finish", saboteur=stop_operator_when(job_suspended)),
+    Case("suspending_running_job_tears_down_cluster", "Suspended", saboteur=stop_operator_when(job_running)),
+    Case("new_submitter_attaches_to_running_job[pod-deletion]", "submitter",
+         samples={"rayjob-basic": set_field(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}),
+    Case("new_submitter_attaches_to_running_job[network-cut]", "submitter",
+         samples={"rayjob-basic": set_field(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}, local=True),
+    Case("active_deadline_ends_job_without_retry", "reason=DeadlineExceeded",
+         saboteur=patch_rayjob_spec("activeDeadlineSeconds", None), timeout_scale=0.2),
+    Case("backoff_limit_retries_on_new_clusters", "3 failed attempts", saboteur=patch_rayjob_spec("backoffLimit", None)),
+    Case("invalid_rayjob_fails_validation_and_creates_nothing", "ValidationFailed",
+         samples={"rayjob-invalid": set_field(["spec", "shutdownAfterJobFinishes"], True)}),
+    Case("http_mode_runs_without_submitter_job", "no Kubernetes Job in HTTPMode",
+         samples={"rayjob-http-mode": set_field(["spec", "submissionMode"], "K8sJobMode")}),
+    Case("interactive_mode_waits_for_job_id", "Waiting",
+         samples={"rayjob-interactive": set_field(["spec", "submissionMode"], "K8sJobMode")}, timeout_scale=0.2),
+    Case("cluster_selector_runs_on_existing_cluster", "RayCluster basic to remain after a RayJob",
+         saboteur=delete_selected_cluster_when_job_finished),
+    Case("cluster_deleted_only_after_ttl", "ttlSecondsAfterFinished=30",
+         saboteur=patch_rayjob_spec("ttlSecondsAfterFinished", 0)),
+]

@@ -1,0 +1,108 @@
+"""What break cases are made of: a `Case` (one conformance test and what breaks it), saboteurs that act on
+the bed while the suite runs, and sample mutations. The cases live in cases_<resource>.py."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from kubernetes import client
+
+from rayconformance.fixtures.expect import raycluster, rayjob, rayservice
+from rayconformance.fixtures.namespaces import RUN_LABEL
+from tests.suiterun import RUN_ID
+
+
+@dataclass
+class Case:
+    test: str  # short test name for --run-test
+    expect: str  # a regular expression the failure message must match
+    gates: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+    samples: dict[str, Callable[[list[dict]], None]] = field(default_factory=dict)  # sample -> mutation
+    saboteur: Callable[[client.ApiClient, threading.Event], None] | None = None
+    timeout_scale: float = 0.3
+    local: bool = False  # the suite sees the bed as the `local` provider (for its capabilities), not `existing`
+
+
+def until(stop: threading.Event, probe: Callable[[], bool], period: float = 1.0) -> bool:
+    while not stop.is_set():
+        try:
+            if probe():
+                return True
+        except Exception:  # noqa: BLE001 - the cluster changes under us; keep looking
+            pass
+        stop.wait(period)
+    return False
+
+
+def scale_operator(api: client.ApiClient, replicas: int) -> bool:
+    client.AppsV1Api(api).patch_namespaced_deployment_scale("kuberay-operator", "ray-system",
+                                                            {"spec": {"replicas": replicas}})
+    return True
+
+
+def any_object(plural: str, pred: Callable[[dict], bool]) -> Callable[[client.ApiClient], bool]:
+    return lambda api: any(pred(o) for o in
+                           client.CustomObjectsApi(api).list_cluster_custom_object("ray.io", "v1", plural)["items"])
+
+
+def namespace_created(api: client.ApiClient) -> bool:
+    """This run's test namespace exists and is active (the operator was installed and Available before)."""
+    items = client.CoreV1Api(api).list_namespace(label_selector=f"{RUN_LABEL}={RUN_ID}").items
+    return any(ns.status.phase == "Active" for ns in items)
+
+
+def namespace_terminating(api: client.ApiClient) -> bool:
+    """The test is over: its namespace is being deleted."""
+    items = client.CoreV1Api(api).list_namespace(label_selector=f"{RUN_LABEL}={RUN_ID}").items
+    return any(ns.status.phase == "Terminating" for ns in items)
+
+
+def stop_operator_when(probe: Callable[[client.ApiClient], bool]):
+    """A saboteur: scale the operator to zero once `probe` holds, and back to one once the test is over (its
+    finalizers, e.g. a RayJob's, must run for the test's namespace to go)."""
+    def saboteur(api: client.ApiClient, stop: threading.Event) -> bool:
+        acted = until(stop, lambda: probe(api), 0.5) and until(stop, lambda: scale_operator(api, 0), 1.0)
+        if acted and until(stop, lambda: namespace_terminating(api), 1.0):
+            until(stop, lambda: scale_operator(api, 1), 1.0)
+        return acted
+    return saboteur
+
+
+provisioned = any_object("rayclusters", raycluster.is_provisioned)
+service_ready = any_object("rayservices", rayservice.is_ready)
+upgrade_pending = any_object("rayservices", rayservice.is_upgrading)
+job_suspended = any_object("rayjobs", rayjob.is_suspended)
+job_running = any_object("rayjobs", rayjob.is_running)
+
+
+def set_field(path: list, value):
+    def mutate(docs: list[dict]) -> None:
+        node = next(d for d in docs if d["kind"] in ("RayCluster", "RayJob", "RayService"))
+        for k in path[:-1]:
+            node = node[k]
+        if value is None:
+            node.pop(path[-1], None)
+        else:
+            node[path[-1]] = value
+    return mutate
+
+
+def patch_rayjob_spec(field: str, value):
+    """A saboteur acting as if the operator ignored a RayJob's spec.<field>: as soon as a RayJob sets it to
+    something else, patch it to `value` (None removes it), so the operator acts on the RayJob without it."""
+    def saboteur(api: client.ApiClient, stop: threading.Event) -> bool:
+        co = client.CustomObjectsApi(api)
+
+        def patched() -> bool:
+            for o in co.list_cluster_custom_object("ray.io", "v1", "rayjobs")["items"]:
+                if o["spec"].get(field) not in (None, value):
+                    co.patch_namespaced_custom_object("ray.io", "v1", o["metadata"]["namespace"], "rayjobs",
+                                                      o["metadata"]["name"], {"spec": {field: value}})
+                    return True
+            return False
+        return until(stop, patched, 0.5)
+    return saboteur
+
+
