@@ -2,6 +2,10 @@
 
 Each process gets `<state>/pids/<name>.pid` and `<state>/logs/<name>.log`. Stopping sends SIGTERM to the
 process group, waits, then SIGKILLs; it works for processes left by a crashed earlier run too.
+
+Every process started here carries the env var `RAYCONFORMANCE_BED=<state dir>` (inherited by its children):
+the sweep for leftovers of a lost state dir (`kill_strays`) kills only processes carrying it, never another
+user of the same tool cache (e.g. a concurrent kind run's `kind` and `kubectl`).
 """
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
+BED_MARKER = "RAYCONFORMANCE_BED"  # env var of every process the test bed starts (value: its state dir)
+
 
 def spawn(state: Path, name: str, argv: list[str], env: dict | None = None, cwd: Path | None = None) -> int:
     (state / "pids").mkdir(parents=True, exist_ok=True)
@@ -18,7 +24,8 @@ def spawn(state: Path, name: str, argv: list[str], env: dict | None = None, cwd:
     log = open(state / "logs" / f"{name}.log", "ab")
     try:
         p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True)
+                             env={**os.environ, **(env or {}), BED_MARKER: str(state)}, cwd=cwd,
+                             start_new_session=True)
     except FileNotFoundError:
         raise RuntimeError(f"cannot start {name}: {argv[0]} not found (run `make tools` to build the test bed)") from None
     finally:
@@ -104,8 +111,19 @@ def stop_all(state: Path, order: list[str], grace: float = 10.0) -> None:
         stop(state, name, grace)
 
 
-def kill_strays(exe_prefixes: list[Path]) -> int:
-    """Kill processes whose executable lives under one of the given dirs (leftovers of a lost state dir)."""
+def environ_keys(pid: int) -> set[str]:
+    """The names of a process's environment variables (as it was started); empty if unreadable."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return set()
+    return {e.split(b"=", 1)[0].decode(errors="replace") for e in raw.split(b"\0") if b"=" in e}
+
+
+def kill_strays(exe_prefixes: list[Path], markers: tuple[str, ...] = (BED_MARKER,)) -> int:
+    """Kill the test bed's leftovers of a lost state dir: processes whose executable lives under one of the given
+    dirs and that carry one of the `markers` env vars. Other processes running the same executables (another
+    provider's run sharing the tool cache) are left alone."""
     n = 0
     prefixes = [str(p) for p in exe_prefixes]
     for d in Path("/proc").iterdir():
@@ -115,7 +133,7 @@ def kill_strays(exe_prefixes: list[Path]) -> int:
             exe = os.readlink(d / "exe")
         except OSError:
             continue
-        if any(exe.startswith(p) for p in prefixes):
+        if any(exe.startswith(p) for p in prefixes) and environ_keys(int(d.name)) & set(markers):
             stop_pid(int(d.name), grace=3)
             n += 1
     return n

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import controlplane, network, procs
 from ..definition import ClusterDefinition
+from .nodeagent.sandbox import MARKER as POD_MARKER
 from .paths import CACHE, LOCK_FILE, STATE_ROOT, state_dir
 
 
@@ -116,7 +117,7 @@ class TestBed:
             proxy.stop(self.defn, state)
             node_side.stop(self.defn, state)
             procs.stop_all(state, ["coredns", *controlplane.COMPONENTS])
-        procs.kill_strays([CACHE])
+        procs.kill_strays([CACHE], (procs.BED_MARKER, POD_MARKER))
         network.down()
         for state in states:
             shutil.rmtree(state, ignore_errors=True)
