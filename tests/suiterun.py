@@ -48,13 +48,16 @@ class SuiteRun:
 
 
 def derive_profile(tmp: Path, base: str, name: str, *, gates: dict | None = None, env: dict | None = None,
-                   features: list[str] | None = None) -> Path:
-    """A copy of profiles/<base>.yaml with other feature gates, operator env or claimed features."""
+                   features: list[str] | None = None, patch: Path | None = None) -> Path:
+    """A copy of profiles/<base>.yaml with other feature gates, operator env or claimed features, or with the
+    operator built from its release patched with `patch` (running under its own image tag)."""
     p = yaml.safe_load((PROFILES / f"{base}.yaml").read_text())
     p["name"] = name
     p["featureGates"] = {**p.get("featureGates", {}), **(gates or {})}
     for prov in p["install"].values():
         prov["env"] = {**prov.get("env", {}), **(env or {})}
+        if patch is not None:
+            prov["source"] = {**prov["source"], "patch": str(Path(patch).resolve())}
     if features is not None:
         p["features"] = features
     out = tmp / f"{name}.yaml"

@@ -2,7 +2,8 @@
 # Builds the local test bed's Go components into a cache outside the repo, keyed by version.
 # Usage: build-tools.sh [component[@version] ...]   (components: etcd kubernetes coredns kuberay traefik gatewayapi
 #        localpath;
-#        default: all; `kuberay@v1.6.1` builds that one KubeRay release instead of every one in KUBERAY_VERSIONS)
+#        default: all; `kuberay@v1.6.1` builds that one KubeRay release instead of every one in KUBERAY_VERSIONS;
+#        with KUBERAY_BASE=v1.6.1 KUBERAY_PATCH=file, `kuberay@<tag>` builds that release patched, as <tag>)
 # Already-built components are skipped. Prints what it builds and how long each took.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -69,6 +70,13 @@ build_coredns() {
   report coredns "$t" "$dir/bin"
 }
 
+# kuberay_source VERSION: the ray-operator module's source directory in the Go module cache (downloaded if missing)
+kuberay_source() {
+  local m="github.com/ray-project/kuberay/ray-operator@$1"
+  (cd /tmp && go mod download "$m") >&2
+  echo "$(go env GOMODCACHE)/$m"
+}
+
 build_kuberay() {
   local v
   for v in $KUBERAY_VERSIONS; do
@@ -77,11 +85,27 @@ build_kuberay() {
     echo "build-tools: building kuberay $v"; local t=$(stamp)
     GOBIN=$dir/bin go install -trimpath -ldflags "-s -w" "github.com/ray-project/kuberay/ray-operator@$v"
     # CRDs and manifests from the same module version
-    local src; src=$(go list -m -json "github.com/ray-project/kuberay/ray-operator@$v" 2>/dev/null | python3 -c 'import json,sys;print(json.load(sys.stdin).get("Dir",""))')
-    if [ -z "$src" ]; then (cd /tmp && go mod download "github.com/ray-project/kuberay/ray-operator@$v"); src=$(go env GOMODCACHE)/github.com/ray-project/kuberay/ray-operator@$v; fi
+    local src; src=$(kuberay_source "$v")
     rm -rf "$dir/config"; cp -r "$src/config" "$dir/config"; chmod -R u+w "$dir/config"
     report "kuberay $v" "$t" "$dir/bin"
   done
+}
+
+# build_kuberay_patched TAG: KUBERAY_BASE's source with KUBERAY_PATCH applied (`patch -p1` at the module root),
+# built under its own tag (a deliberately broken operator for tests/breaks, or a vendor's patched build)
+build_kuberay_patched() {
+  local v=$1 dir=$CACHE/kuberay-$1
+  [ -n "${KUBERAY_BASE:-}" ] && [ -f "${KUBERAY_PATCH:-}" ] ||
+    { echo "build-tools: kuberay $v needs KUBERAY_BASE (a release) and KUBERAY_PATCH (a patch file)" >&2; exit 2; }
+  if [ -x "$dir/bin/ray-operator" ]; then echo "build-tools: kuberay $v cached"; return; fi
+  echo "build-tools: building kuberay $v ($KUBERAY_BASE + $(basename "$KUBERAY_PATCH"))"; local t=$(stamp)
+  local work=$dir/src
+  rm -rf "$work"; mkdir -p "$dir"; cp -r "$(kuberay_source "$KUBERAY_BASE")" "$work"; chmod -R u+w "$work"
+  (cd "$work" && patch -p1 --forward --batch < "$KUBERAY_PATCH") ||
+    { echo "build-tools: $KUBERAY_PATCH does not apply to kuberay $KUBERAY_BASE" >&2; exit 1; }
+  (cd "$work" && go build -trimpath -ldflags "-s -w" -o "$dir/bin/ray-operator" .)
+  rm -rf "$dir/config"; cp -r "$work/config" "$dir/config"; rm -rf "$work"
+  report "kuberay $v" "$t" "$dir/bin"
 }
 
 build_traefik() {
@@ -130,7 +154,8 @@ start=$(stamp)
 for arg in ${*:-$all}; do
   c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
   case $c in
-    kuberay) ( [ -n "$v" ] && KUBERAY_VERSIONS=$v; build_kuberay ) ;;
+    kuberay) if [ -n "${KUBERAY_PATCH:-}" ]; then ( build_kuberay_patched "$v" ); else
+               ( [ -n "$v" ] && KUBERAY_VERSIONS=$v; build_kuberay ); fi ;;
     traefik) ( [ -n "$v" ] && TRAEFIK_VERSION=$v; build_traefik ) ;;
     localpath) ( [ -n "$v" ] && LOCAL_PATH_PROVISIONER_VERSION=$v; build_localpath ) ;;
     etcd|kubernetes|coredns|gatewayapi) ( "build_$c" ) ;;

@@ -6,6 +6,7 @@ profile's operator, and the Gateway implementation only when a test installs it.
 from __future__ import annotations
 
 import fcntl
+import os
 import subprocess
 import sys
 import time
@@ -18,9 +19,10 @@ class ToolBuildError(RuntimeError):
     """A component could not be built; the message names it and its build log."""
 
 
-def ensure(component: str, version: str, marker: str) -> Path:
+def ensure(component: str, version: str, marker: str, env: dict[str, str] | None = None) -> Path:
     """The cache directory `<component>-<version>`, built unless `marker` (a path inside it) exists. One build
-    at a time per component and version (a lock next to its log); a waiting caller then finds it built."""
+    at a time per component and version (a lock next to its log); a waiting caller then finds it built. `env`
+    is passed to the build (e.g. KUBERAY_BASE and KUBERAY_PATCH for a patched operator)."""
     directory = CACHE / f"{component}-{version}"
     if (directory / marker).exists():
         return directory
@@ -30,19 +32,19 @@ def ensure(component: str, version: str, marker: str) -> Path:
         with open(log.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (directory / marker).exists():
-                _build(component, version, directory / marker, log)
+                _build(component, version, directory / marker, log, env or {})
     except OSError as e:
         raise ToolBuildError(f"building {component} {version}: {e.strerror or e} ({e.filename or log}); "
                              "run `make tools` as root") from None
     return directory
 
 
-def _build(component: str, version: str, marker: Path, log: Path) -> None:
+def _build(component: str, version: str, marker: Path, log: Path, env: dict[str, str]) -> None:
     sys.stderr.write(f"rayconformance: building {component} {version} (first use; log {log})\n")
     started = time.monotonic()
     with log.open("w") as out:
         r = subprocess.run(["bash", str(HERE / "build-tools.sh"), f"{component}@{version}"], stdout=out,
-                           stderr=subprocess.STDOUT)
+                           stderr=subprocess.STDOUT, env={**os.environ, **env})
     if r.returncode != 0 or not marker.exists():
         last = [ln for ln in log.read_text().splitlines() if ln.strip()][-1:] or ["no output"]
         raise ToolBuildError(f"building {component} {version} failed (exit {r.returncode}): {last[0].strip()}; "

@@ -5,6 +5,8 @@ from tests.breaks.harness import Case, set_field, provisioned, stop_operator_whe
 
 CASES = [
     Case("head_and_workers_provisioned", "RayClusterProvisioned=True", gates={"RayClusterStatusConditions": False}),
+    # an operator that reports RayClusterProvisioned as soon as the head is ready, before the workers are
+    Case("head_and_workers_provisioned", r"Running\+Ready worker", patch="raycluster-provisioned-before-workers"),
     Case("suspend_and_resume", "RayClusterProvisioned=True", gates={"RayClusterStatusConditions": False}),
     Case("manual_scale_up_and_down", "scale up to 2", saboteur=stop_operator_when(provisioned)),
     Case("delete_cleans_redis_and_removes_cluster", "DBSIZE", env={"ENABLE_GCS_FT_REDIS_CLEANUP": "false"}),

@@ -22,6 +22,7 @@ class Case:
     samples: dict[str, Callable[[list[dict]], None]] = field(default_factory=dict)  # sample -> mutation
     saboteur: Callable[[client.ApiClient, threading.Event], None] | None = None
     timeout_scale: float = 0.3
+    patch: str | None = None  # tests/breaks/patches/<patch>.patch: the operator built from its source so patched
     local: bool = False  # the suite sees the bed as the `local` provider (for its capabilities), not `existing`
 
 

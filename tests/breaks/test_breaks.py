@@ -23,6 +23,7 @@ from tests.suiterun import derive_profile, run_suite
 
 pytestmark = [pytest.mark.integration, pytest.mark.breaks]
 BASE_PROFILE = "kuberay-v1.6.1"
+PATCHES = Path(__file__).parent / "patches"
 CASES: list[Case] = cases_raycluster.CASES + cases_rayjob.CASES + cases_rayservice.CASES
 
 
@@ -36,10 +37,11 @@ def _samples(tmp: Path, case: Case) -> Path:
     return d
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.test for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c.test + (f"~{c.patch}" if c.patch else "") for c in CASES])
 def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, bed_kubeconfig):
     profile = derive_profile(tmp_path, BASE_PROFILE, f"{BASE_PROFILE}-broken-{abs(hash(case.test)) % 10**6}",
-                             gates=case.gates, env=case.env)
+                             gates=case.gates, env=case.env,
+                             patch=PATCHES / f"{case.patch}.patch" if case.patch else None)
     stop = threading.Event()
     saboteur, acted = None, []
     if case.saboteur:

@@ -13,7 +13,7 @@ def test_builds_once_then_reuses(tmp_path, monkeypatch):
     monkeypatch.setattr(toolcache, "CACHE", tmp_path)
     calls = []
 
-    def fake_run(argv, stdout, stderr):
+    def fake_run(argv, stdout, stderr, env=None):
         calls.append(argv[-1])
         (tmp_path / "kuberay-v9.9.9" / "config").mkdir(parents=True)
         stdout.write("build-tools: kuberay v9.9.9 built\n")
@@ -28,7 +28,7 @@ def test_builds_once_then_reuses(tmp_path, monkeypatch):
 def test_a_failed_build_names_component_and_log(tmp_path, monkeypatch):
     monkeypatch.setattr(toolcache, "CACHE", tmp_path)
 
-    def fake_run(argv, stdout, stderr):
+    def fake_run(argv, stdout, stderr, env=None):
         stdout.write("go: module github.com/ray-project/kuberay/ray-operator@v0.0.1: not found\n")
         return subprocess.CompletedProcess(argv, 1)
 
@@ -45,3 +45,28 @@ def test_an_unwritable_cache_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(toolcache, "CACHE", blocked)  # a file where the cache directory should be
     with pytest.raises(toolcache.ToolBuildError, match="building kuberay v1.6.1: .*run `make tools` as root"):
         toolcache.ensure("kuberay", "v1.6.1", "config")
+
+
+def test_a_patched_operator_source_is_its_own_build(tmp_path, monkeypatch):
+    """`source.patch` builds the release patched under `<version>-<patch>-<hash>`; editing the patch is a new tag."""
+    from rayconformance.fixtures import operator
+
+    monkeypatch.setattr(toolcache, "CACHE", tmp_path)
+    patch = tmp_path / "raycluster-wrong.patch"
+    patch.write_text("--- a/x\n+++ b/x\n")
+    builds = []
+
+    def fake_run(argv, stdout, stderr, env=None):
+        builds.append((argv[-1], env["KUBERAY_BASE"], env["KUBERAY_PATCH"]))
+        (tmp_path / f"kuberay-{argv[-1].split('@')[1]}" / "config").mkdir(parents=True)
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(toolcache.subprocess, "run", fake_run)
+    src = {"name": "kuberay", "version": "v1.6.1", "patch": patch.name}
+    first = operator.source_dir({"source": src}, tmp_path)
+    patch.write_text("--- a/x\n+++ b/x\n@@\n")
+    second = operator.source_dir({"source": src}, tmp_path)
+    assert first.name.startswith("kuberay-v1.6.1-raycluster-wrong-") and second.name != first.name
+    assert [b[1:] for b in builds] == [("v1.6.1", str(patch))] * 2
+    with pytest.raises(operator.OperatorError, match="patch .*missing.patch not found"):
+        operator.source_dir({"source": {**src, "patch": "missing.patch"}}, tmp_path)
