@@ -74,3 +74,27 @@ def test_a_waiting_serial_test_blocks_new_tests(tmp_path):
     for t in (first, serial, late):
         t.join(5)
     assert order.index("serial") > order.index("first-") and order.index("late+") > order.index("serial"), order
+
+
+def test_a_serial_test_skipped_by_a_marker_takes_no_lock(pytester):
+    """A skipped serial test (skip, or skipif whose condition holds) runs nothing, so it must not wait for the
+    running tests (or make new ones wait for it)."""
+    from rayconformance.fixtures.serial import _skipped
+
+    items = pytester.getitems("""
+        import pytest
+
+        @pytest.mark.serial
+        @pytest.mark.skipif(True, reason="no GPU node")
+        def test_skipif_true(): pass
+
+        @pytest.mark.serial
+        @pytest.mark.skip(reason="unsupported")
+        def test_skip(): pass
+
+        @pytest.mark.serial
+        @pytest.mark.skipif(False, reason="runs")
+        def test_skipif_false(): pass
+    """)
+    assert {i.name: _skipped(i) for i in items} == {"test_skipif_true": True, "test_skip": True,
+                                                     "test_skipif_false": False}
