@@ -16,12 +16,8 @@
 # pulled instead and this builder is not needed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../local/versions.env
-. "$here/../local/versions.env"
 # shellcheck source=lib.sh
 . "$here/lib.sh"
-CACHE=${RAYCONF_CACHE:-/var/cache/rayconformance}
-LOGS=${RAYCONF_LOGS:-$CACHE/logs}
 SUITE=$KIND_NODE_SUITE
 IMAGES=$CACHE/kind-images
 PARTS=$CACHE/kind-image-parts
@@ -152,6 +148,7 @@ for c in ${*:-$all}; do
         echo "build-app-images: image $c failed; see $log ($(grep -v '^\s*$' "$log" | tail -1))" >&2; exit 1
       fi
       grep -E '^(build-app-images|imagetar):' "$log" || true
+      grep -q ' cached$' "$log" || record_build "app-image $c" "" "$t"
       echo "build-app-images: $c done in $(( $(date +%s) - t ))s" ;;
     *) echo "build-app-images: unknown image '$c' (known: $all)" >&2; exit 2 ;;
   esac

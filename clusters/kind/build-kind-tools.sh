@@ -6,23 +6,19 @@
 # Already-built components are skipped. On failure: one line naming the component and its log.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../local/versions.env
-. "$here/../local/versions.env"
-CACHE=${RAYCONF_CACHE:-/var/cache/rayconformance}
-LOGS=${RAYCONF_LOGS:-$CACHE/logs}
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
 command -v go >/dev/null || { echo "build-kind-tools: 'go' not found on PATH; install Go >= 1.25 and retry" >&2; exit 2; }
-mkdir -p "$LOGS"
 
-stamp() { date +%s; }
-report() { echo "build-kind-tools: $1 built in $(( $(stamp) - $2 ))s -> $3"; }
+report() { echo "build-kind-tools: $1 built in $(( $(stamp) - $2 ))s -> $3"; record_build "$1" "${4:-}" "$2"; }
 
 build_kind() {
   local dir=$CACHE/kind-$KIND_VERSION
   [ -x "$dir/bin/kind" ] && { echo "build-kind-tools: kind $KIND_VERSION cached"; return; }
   local t; t=$(stamp)
   GOBIN=$dir/bin go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kind@$KIND_VERSION"
-  report kind "$t" "$dir/bin"
+  report kind "$t" "$dir/bin" "$KIND_VERSION"
 }
 
 build_containerd() {
@@ -35,7 +31,7 @@ build_containerd() {
     "$m/cmd/containerd@$CONTAINERD_VERSION" "$m/cmd/ctr@$CONTAINERD_VERSION"
   GOBIN=$dir/bin go install -trimpath -tags "no_aufs no_zfs no_btrfs no_devmapper" -ldflags "$ld" \
     "$m/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
-  report containerd "$t" "$dir/bin"
+  report containerd "$t" "$dir/bin" "$CONTAINERD_VERSION"
 }
 
 build_runc() {
@@ -45,7 +41,7 @@ build_runc() {
   # runc needs cgo (nsenter) and libseccomp; linked statically so it runs in any rootfs
   CGO_ENABLED=1 GOBIN=$dir/bin go install -trimpath -tags "seccomp urfave_cli_no_docs netgo osusergo" \
     -ldflags "-s -w -X main.version=${RUNC_VERSION#v} -extldflags -static" "github.com/opencontainers/runc@$RUNC_VERSION"
-  report runc "$t" "$dir/bin"
+  report runc "$t" "$dir/bin" "$RUNC_VERSION"
 }
 
 build_crictl() {
@@ -54,7 +50,7 @@ build_crictl() {
   local t; t=$(stamp)
   GOBIN=$dir/bin go install -trimpath -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION" \
     "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
-  report crictl "$t" "$dir/bin"
+  report crictl "$t" "$dir/bin" "$CRICTL_VERSION"
 }
 
 build_cni() {
@@ -64,36 +60,14 @@ build_cni() {
   for p in ipam/host-local main/loopback main/ptp main/bridge meta/portmap; do pkgs="$pkgs $m/$p@$CNI_PLUGINS_VERSION"; done
   # shellcheck disable=SC2086
   GOBIN=$dir/bin go install -trimpath -ldflags "-s -w" $pkgs
-  report "CNI plugins" "$t" "$dir/bin"
+  report "CNI plugins" "$t" "$dir/bin" "$CNI_PLUGINS_VERSION"
 }
 
-# kubelet and kubeadm, beside the local bed's Kubernetes binaries (same version, same wrapper-module recipe as
-# clusters/local/build-tools.sh, in its own directory so both builds can run at once; the go build cache is shared)
+# kubelet and kubeadm: the local bed's Kubernetes recipe (clusters/local/build-tools.sh kubenode), beside its binaries
 build_kubenode() {
-  local K=$KUBERNETES_VERSION dir=$CACHE/kubernetes-$KUBERNETES_VERSION cmds="kubelet kubeadm" c missing=""
-  for c in $cmds; do [ -x "$dir/bin/$c" ] || missing="$missing $c"; done
-  [ -z "$missing" ] && { echo "build-kind-tools: kubelet, kubeadm $K cached"; return; }
-  local t; t=$(stamp)
-  local S=v0.${K#v1.} minor; minor=$(echo "$K" | cut -d. -f2)
-  mkdir -p "$dir/node-src" && cd "$dir/node-src"
-  if [ ! -f go.mod ]; then
-    go mod init rayconformance.local/k8snodebin >/dev/null 2>&1
-    local gomod; gomod=$(go list -m -json "k8s.io/kubernetes@$K" | python3 -c 'import json,sys;print(json.load(sys.stdin)["GoMod"])')
-    grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging' "$gomod" | awk '{print $1}' |
-      while read -r m; do go mod edit -replace "$m=$m@$S"; done
-    local pkgs=""; for c in $cmds; do pkgs="$pkgs k8s.io/kubernetes/cmd/$c@$K"; done
-    # shellcheck disable=SC2086
-    go get -tool $pkgs
-  fi
-  local ld="-s -w" p
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld="$ld -X $p.gitVersion=$K -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  done
-  local pk=""; for c in $missing; do pk="$pk k8s.io/kubernetes/cmd/$c"; done
-  mkdir -p "$dir/bin"
-  # shellcheck disable=SC2086
-  go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ld" -o "$dir/bin/" $pk
-  report "kubelet, kubeadm" "$t" "$dir/bin"
+  local t out; t=$(stamp)
+  out=$(bash "$here/../local/build-tools.sh" kubenode); echo "$out"
+  case $out in *" built in "*) record_build "kubelet, kubeadm" "$KUBERNETES_VERSION" "$t" ;; esac
 }
 
 all="kind containerd runc crictl cni kubenode"
@@ -106,7 +80,7 @@ for c in ${*:-$all}; do
       if [ $rc != 0 ]; then
         echo "build-kind-tools: building $c failed; see $log ($(grep -v '^\s*$' "$log" | tail -1))" >&2; exit 1
       fi
-      grep '^build-kind-tools:' "$log" || true ;;
+      grep -E '^build-(kind-)?tools: [^d]' "$log" || true ;;
     *) echo "build-kind-tools: unknown component '$c' (known: $all)" >&2; exit 2 ;;
   esac
 done

@@ -15,16 +15,11 @@
 # $CACHE/kind-node-image-<k8s version>.env (NODE_IMAGE=<tag>, NODE_IMAGE_ARCHIVE=<path>). Logs under $CACHE/logs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../local/versions.env
-. "$here/../local/versions.env"
 # shellcheck source=lib.sh
 . "$here/lib.sh"
-CACHE=${RAYCONF_CACHE:-/var/cache/rayconformance}
-LOGS=${RAYCONF_LOGS:-$CACHE/logs}
 K=$KUBERNETES_VERSION
 SUITE=$KIND_NODE_SUITE
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
-mkdir -p "$LOGS"
 
 NODE_PKGS="systemd conntrack iptables nftables iproute2 ethtool util-linux mount kmod libseccomp2 pigz fuse-overlayfs
   bash ca-certificates curl jq procps"
@@ -32,7 +27,7 @@ PROXY_PKGS="iptables nftables conntrack ipset kmod"
 
 inputs=$( { echo "$K $KIND_VERSION $CONTAINERD_VERSION $RUNC_VERSION $CRICTL_VERSION $CNI_PLUGINS_VERSION $ETCD_VERSION"
             echo "$COREDNS_VERSION $SUITE $NODE_PKGS $PROXY_PKGS"
-            cat "$0" "$here"/node/* "$here/imagetar.py"; } | sha256sum | cut -c1-10)
+            cat "$0" "$here/lib.sh" "$here"/node/* "$here/imagetar.py"; } | sha256sum | cut -c1-10)
 TAG=rayconformance/kind-node:$K-$inputs
 OUT=$CACHE/kind-node-$K-$inputs
 ENVFILE=$CACHE/kind-node-image-$K.env
@@ -45,6 +40,7 @@ step() {  # step NAME FUNCTION: runs FUNCTION with its output in the stage's log
   set +e; ( set -e; "$2" ) >"$LOGS/node-image-$stage.log" 2>&1; local rc=$?; set -e  # (`|| fail` would disable set -e)
   [ $rc = 0 ] || fail
   echo "build-node-image: $stage done in $(( $(date +%s) - t ))s"
+  grep -q '^cached$' "$LOGS/node-image-$stage.log" || record_build "node-image $stage" "$K" "$t"
 }
 
 if [ -f "$OUT/node-image.tar" ]; then
@@ -82,7 +78,8 @@ PROXYBASE=$CACHE/kube-proxy-base-$SUITE-$(echo "$PROXY_PKGS" | sha256sum | cut -
 WORK=$OUT/work
 ROOTFS=$WORK/rootfs
 
-s_minbase() { debootstrap_base "$SUITE" "$MINBASE"; }
+# a step whose result was already there says `cached` (so no build time is recorded for it)
+s_minbase() { [ -f "$MINBASE/.complete" ] && echo cached; debootstrap_base "$SUITE" "$MINBASE"; }
 
 # rootfs_from_minbase DIR PKGS: a copy of the minbase rootfs with PKGS installed (cached by DIR/.complete)
 rootfs_from_minbase() {
@@ -95,7 +92,7 @@ rootfs_from_minbase() {
 }
 
 s_nodebase() {
-  [ -f "$NODEBASE/.complete" ] && return 0
+  [ -f "$NODEBASE/.complete" ] && { echo cached; return 0; }
   rootfs_from_minbase "$NODEBASE" "$NODE_PKGS"
   # trim systemd as kind's base image does
   chroot "$NODEBASE" sh -c '
@@ -109,6 +106,7 @@ s_nodebase() {
 }
 
 s_proxybase() {
+  [ -f "$PROXYBASE/.complete" ] && echo cached
   rootfs_from_minbase "$PROXYBASE" "$PROXY_PKGS"
   touch "$PROXYBASE/.complete"
 }
@@ -216,7 +214,7 @@ s_archive() {
   rm -rf "$WORK"
 }
 
-t0=$(date +%s)
+t0=$(stamp)
 echo "build-node-image: building $TAG (logs: $LOGS/node-image-*.log)"
 mkdir -p "$OUT"
 step minbase s_minbase
@@ -230,4 +228,5 @@ step import s_import
 step archive s_archive
 printf 'NODE_IMAGE=%s\nNODE_IMAGE_ARCHIVE=%s\n' "$TAG" "$OUT/node-image.tar" > "$ENVFILE"
 for old in "$CACHE/kind-node-$K"-*/; do [ "${old%/}" = "$OUT" ] || rm -rf "$old"; done   # superseded builds
+record_build node-image "$TAG" "$t0"
 echo "build-node-image: $TAG built in $(( $(date +%s) - t0 ))s -> $OUT/node-image.tar"

@@ -1,5 +1,18 @@
-# Shared helpers for clusters/kind/*.sh (sourced).
+# Shared helpers for clusters/kind/build-*.sh (sourced after `here` is set): the pins, the tool cache and its logs,
+# and the record of how long each real (not cached) build took.
 # shellcheck shell=bash
+# shellcheck source=../local/versions.env
+. "$here/../local/versions.env"
+CACHE=${RAYCONF_CACHE:-/var/cache/rayconformance}
+LOGS=${RAYCONF_LOGS:-$CACHE/logs}
+BUILD_TIMES=$LOGS/build-times.tsv   # one line per real build: UTC time, what, version or tag, seconds
+mkdir -p "$LOGS" 2>/dev/null || { echo "$(basename "$0"): cannot create $LOGS (set RAYCONF_CACHE to a writable directory)" >&2; exit 2; }
+
+stamp() { date +%s; }
+# record_build WHAT VERSION START: append a real build's duration (since START, a `stamp`) to $BUILD_TIMES
+record_build() {
+  printf '%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$1" "$2" "$(( $(stamp) - $3 ))" >> "$BUILD_TIMES"
+}
 
 # The Debian mirror this machine's apt uses (first `URIs:` / `deb` line naming the main archive):
 # debootstrap fetches from the same place apt does, so the scripts name no host themselves.

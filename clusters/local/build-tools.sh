@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local test bed's Go components into a cache outside the repo, keyed by version.
 # Usage: build-tools.sh [component[@version] ...]   (components: etcd kubernetes coredns kuberay traefik gatewayapi
-#        localpath;
+#        localpath, and kubenode: kubelet and kubeadm for kind's node image, not built by default;
 #        default: all; `kuberay@v1.6.1` builds that one KubeRay release instead of every one in KUBERAY_VERSIONS;
 #        with KUBERAY_BASE=v1.6.1 KUBERAY_PATCH=file, `kuberay@<tag>` builds that release patched, as <tag>)
 # Already-built components are skipped. Prints what it builds and how long each took.
@@ -33,17 +33,19 @@ build_etcd() {
   report etcd "$t" "$dir/bin"
 }
 
-build_kubernetes() {
-  local K=$KUBERNETES_VERSION dir=$CACHE/kubernetes-$KUBERNETES_VERSION
-  local cmds="kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl"
+# build_k8s_cmds NAME SRC CMDS: Kubernetes commands (k8s.io/kubernetes/cmd/<c>) at $KUBERNETES_VERSION into
+# kubernetes-<version>/bin, from a wrapper module in kubernetes-<version>/SRC (one per component, so they can build
+# at once; the go build cache is shared)
+build_k8s_cmds() {
+  local name=$1 K=$KUBERNETES_VERSION dir=$CACHE/kubernetes-$KUBERNETES_VERSION cmds=$3
   local missing=""
   for c in $cmds; do [ -x "$dir/bin/$c" ] || missing="$missing $c"; done
-  [ -z "$missing" ] && { echo "build-tools: kubernetes $K cached"; return; }
-  echo "build-tools: building kubernetes $K:$missing"; local t=$(stamp)
+  [ -z "$missing" ] && { echo "build-tools: $name $K cached"; return; }
+  echo "build-tools: building $name $K:$missing"; local t=$(stamp)
   local S=v0.${K#v1.} minor; minor=$(echo "$K" | cut -d. -f2)
-  mkdir -p "$dir/src" && cd "$dir/src"
+  mkdir -p "$dir/$2" && cd "$dir/$2"
   if [ ! -f go.mod ]; then
-    local gomod; gomod=$(wrapper_module k8sbin "k8s.io/kubernetes@$K")
+    local gomod; gomod=$(wrapper_module "k8s-$2" "k8s.io/kubernetes@$K")
     # every staging module upstream replaces with ./staging/... maps to its published twin
     grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging' "$gomod" | awk '{print $1}' |
       while read -r m; do go mod edit -replace "$m=$m@$S"; done
@@ -59,8 +61,13 @@ build_kubernetes() {
   mkdir -p "$dir/bin"
   # shellcheck disable=SC2086
   go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ld" -o "$dir/bin/" $pk
-  report kubernetes "$t" "$dir/bin"
+  report "$name" "$t" "$dir/bin"
 }
+
+# the local bed's control plane, kube-proxy and kubectl
+build_kubernetes() { build_k8s_cmds kubernetes src "kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl"; }
+# a kind node's kubelet and kubeadm (clusters/kind/build-kind-tools.sh asks for them)
+build_kubenode() { build_k8s_cmds "kubelet, kubeadm" node-src "kubelet kubeadm"; }
 
 build_coredns() {
   local dir=$CACHE/coredns-$COREDNS_VERSION
@@ -158,8 +165,8 @@ for arg in ${*:-$all}; do
                ( [ -n "$v" ] && KUBERAY_VERSIONS=$v; build_kuberay ); fi ;;
     traefik) ( [ -n "$v" ] && TRAEFIK_VERSION=$v; build_traefik ) ;;
     localpath) ( [ -n "$v" ] && LOCAL_PATH_PROVISIONER_VERSION=$v; build_localpath ) ;;
-    etcd|kubernetes|coredns|gatewayapi) ( "build_$c" ) ;;
-    *) echo "build-tools: unknown component '$c' (known: $all)" >&2; exit 2 ;;
+    etcd|kubernetes|kubenode|coredns|gatewayapi) ( "build_$c" ) ;;
+    *) echo "build-tools: unknown component '$c' (known: $all kubenode)" >&2; exit 2 ;;
   esac
 done
 echo "build-tools: done in $(( $(stamp) - start ))s (cache: $CACHE)"
