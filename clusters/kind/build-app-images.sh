@@ -3,7 +3,8 @@
 # and profiles use (so samples stay unchanged), as `docker load` / `kind load image-archive` archives.
 # Usage: build-app-images.sh [image ...]   (ray kuberay redis python busybox traefik; default: all)
 #
-#   rayproject/ray:$RAY_VERSION        Debian python3 + a venv with ray[default,serve] from PyPI (clusters/local/
+#   rayproject/ray:<v>                 one per Ray version ($RAY_VERSIONS, or RAY_IMAGE_VERSIONS="2.60.0 2.46.0"):
+#                                      Debian python3 + a venv with ray[default,serve] from PyPI (clusters/local/
 #                                      ray-constraints.txt), bash, wget; user ray (1000:100) as upstream
 #   quay.io/kuberay/operator:<v>       the KubeRay binary the project builds (make tools), as /manager, for each
 #                                      of $KUBERAY_VERSIONS that is built
@@ -48,8 +49,13 @@ debian_part() {
   echo "$dir"
 }
 
-build_ray() {
-  local v=$RAY_VERSION name=rayproject/ray:$RAY_VERSION out=$IMAGES/ray-$RAY_VERSION.tar
+build_ray() {  # one image per Ray version: RAY_IMAGE_VERSIONS, else $RAY_VERSIONS from versions.env
+  local v
+  for v in ${RAY_IMAGE_VERSIONS:-${RAY_VERSIONS:-$RAY_VERSION}}; do build_ray_version "$v"; done
+}
+
+build_ray_version() {
+  local v=$1 name=rayproject/ray:$1 out=$IMAGES/ray-$1.tar
   [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
   local base venv work
   base=$(debian_part ray-base "python3 python3-venv bash wget ca-certificates procps curl" \

@@ -2,6 +2,9 @@
 local test bed reports as not honored; the pull error of a Ray version that does not exist."""
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from rayconformance.clusters import definition
@@ -138,3 +141,35 @@ def test_ray_venv_only_root_can_run_keeps_root_and_says_so(tmp_path):
     images.apply_rule(rt, rule)
     if images.usable_by_all(venv / "python3"):  # (every ancestor of tmp_path traversable)
         assert (rt.uid, rt.gid, rt.note) == (1000, 100, "")
+
+
+def test_ray_venv_only_root_can_run_is_not_ready_and_is_remade(tmp_path, monkeypatch):
+    """A complete venv whose interpreter a non-root user cannot run is not ready: ensure_ray_venv remakes it with
+    the system's Python rather than running the Pod as root."""
+    private = tmp_path / "private"
+    (private / "bin").mkdir(parents=True)
+    (private / "bin" / "python3").write_text("")
+    (private / "bin" / "python3").chmod(0o755)
+    private.chmod(0o700)
+    venvs = tmp_path / "venvs"
+    (venvs / "ray-2.46.0" / "bin").mkdir(parents=True)
+    (venvs / "ray-2.46.0" / "bin" / "python3").symlink_to(private / "bin" / "python3")
+    (venvs / "ray-2.46.0" / images.MARKER).write_text("old\n")
+    monkeypatch.setattr(images, "VENVS", venvs)
+    assert not images.venv_ready("2.46.0")
+    calls = []
+
+    def fake_run(argv, **kw):
+        calls.append(argv)
+        if argv[1:3] == ["-m", "venv"]:
+            (Path(argv[3]) / "bin").mkdir(parents=True)
+            (Path(argv[3]) / "bin" / "python3").write_text("")
+            (Path(argv[3]) / "bin" / "python3").chmod(0o755)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(images.subprocess, "run", fake_run)
+    monkeypatch.setattr(images, "usable_by_all", lambda p: "private" not in str(Path(p).resolve()))
+    venv = images.ensure_ray_venv("2.46.0", python="/usr/bin/python3")
+    assert calls[0][:3] == ["/usr/bin/python3", "-m", "venv"]
+    assert not (venv / "bin" / "python3").is_symlink() and (venv / images.MARKER).exists()
+    assert images.venv_ready("2.46.0")

@@ -78,6 +78,11 @@ features: [RayClusterProvisioning]
      "cluster definition 'local-cpu' is for provider 'local', not 'kind'"),
     (["--cluster=nowhere"], None, "cluster definition 'nowhere' not found"),
     (["--conformance-options-file=missing.yaml"], None, "options file missing.yaml not found"),
+    (["--ray-version=2.99.0"], None, "--ray-version 2.99.0 is not supported by operator profile kuberay-v1.6.1; "
+                                     "it supports Ray 2.60.0, 2.46.0 (rayVersions in "),
+    (["--ray-version=latest"], None, "--ray-version 'latest' is not a Ray release (MAJOR.MINOR.PATCH, e.g. 2.60.0)"),
+    (["--operator-profile=custom.yaml", "--ray-version=2.46.0"], PROFILE + 'rayVersions: ["2.60.0"]\n',
+     "--ray-version 2.46.0 is not supported by operator profile custom; it supports Ray 2.60.0"),
 ])
 def test_bad_input_is_one_line_without_traceback(suite, pytester, args, profile, expected):
     if profile is not None:
@@ -105,3 +110,16 @@ def test_runs_outside_conformance_ignore_the_plugin(pytester):
     result = pytester.runpytest("--operator-profile=nope")
     result.assert_outcomes(passed=1)
     assert not (pytester.path / "reports").exists()
+
+
+def test_ray_version_defaults_to_the_profiles_first_and_picks_another(suite, pytester):
+    assert options_of(pytester).ray_version == "2.60.0"
+    assert options_of(pytester, "--ray-version=2.46.0").ray_version == "2.46.0"
+    pytester.makefile(".yaml", opts="ray-version: 2.46.0\n")
+    assert options_of(pytester, "--conformance-options-file=opts.yaml").ray_version == "2.46.0"
+
+
+def test_ray_version_of_a_profile_naming_none_is_taken_as_given(suite, pytester):
+    suite.profile("custom", PROFILE)
+    assert options_of(pytester, "--operator-profile=custom.yaml").ray_version is None
+    assert options_of(pytester, "--operator-profile=custom.yaml", "--ray-version=2.52.0").ray_version == "2.52.0"

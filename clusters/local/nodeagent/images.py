@@ -114,7 +114,10 @@ def usable_by_all(path: Path) -> bool:
 
 
 def venv_ready(version: str) -> bool:
-    return (VENVS / f"ray-{version}" / MARKER).exists()
+    """The venv is complete and its interpreter runs as any user (an older one, made with an interpreter under
+    /root, is not ready: ensure_ray_venv remakes it)."""
+    venv = VENVS / f"ray-{version}"
+    return (venv / MARKER).exists() and usable_by_all(venv / "bin" / "python3")
 
 
 def ensure_ray_venv(version: str, python: str | None = None) -> Path:
@@ -123,10 +126,11 @@ def ensure_ray_venv(version: str, python: str | None = None) -> Path:
     VENVS.mkdir(parents=True, exist_ok=True)
     with open(VENVS / f".ray-{version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (venv / MARKER).exists():
+        if venv_ready(version):
             return venv
         if venv.exists():
-            shutil.rmtree(venv)  # a half-built venv from an interrupted install
+            # a half-built venv from an interrupted install, or one a container's non-root user cannot run
+            shutil.rmtree(venv)
         # the system's Python (not one under /root, say pyenv's): a container's non-root user must run it
         py = python or (SYSTEM_PYTHON if os.access(SYSTEM_PYTHON, os.X_OK) else None) or \
             shutil.which("python3", path=BASE_PATH) or sys.executable
@@ -138,6 +142,10 @@ def ensure_ray_venv(version: str, python: str | None = None) -> Path:
         if r.returncode != 0:
             shutil.rmtree(venv, ignore_errors=True)
             raise ImageError(pip_failure(version, r.stderr))
+        if not usable_by_all(venv / "bin" / "python3"):
+            shutil.rmtree(venv, ignore_errors=True)
+            raise ImageError(f"the Ray {version} venv's interpreter ({py}) is not runnable by every user; "
+                             "install the system's python3-venv")
         (venv / MARKER).write_text(f"ray {version} installed in {time.monotonic() - t:.0f}s\n")
         return venv
 
