@@ -8,7 +8,7 @@ CONFORMANCE_ARGS ?=
 # parallel test workers for the suite (pytest-xdist): cores + 1, at most one per 4 GiB of memory
 JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30; print(max(1, min((os.cpu_count() or 1) + 1, g // 4)))")
 
-.PHONY: conformance conformance-core setup-base tools-base test test-breaks unit setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
+.PHONY: conformance conformance-core matrix setup-base tools-base test test-breaks unit setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
 
 # builds only the bed's base; the selected profile's operator and the Gateway implementation are built on first use
 # (with --provider kind or --cluster kind-*: the offline kind images too, cached; clusters/kind/README.md)
@@ -18,6 +18,16 @@ conformance: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
 # the quick gate for an operator release's CI: Core features only
 conformance-core: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
 	$(PY) -m pytest conformance -n $(JOBS) --core-only $(CONFORMANCE_ARGS)
+
+# the suite over operator profiles x Ray versions, one run after another on one local bed, and a matrix report
+# (reports/matrix-<time>/matrix-report.yaml and matrix.html); e.g. MATRIX_PROFILES=kuberay-v1.4.2,kuberay-v1.6.2
+# MATRIX_RAY=all (or 2.60.0,2.46.0; default: each profile's first) MATRIX_ARGS=--core-only
+MATRIX_PROFILES ?=
+MATRIX_RAY ?=
+MATRIX_ARGS ?=
+matrix: setup-base
+	MATRIX_PROFILES="$(MATRIX_PROFILES)" MATRIX_RAY="$(MATRIX_RAY)" MATRIX_ARGS="$(MATRIX_ARGS)" JOBS=$(JOBS) \
+	  $(PY) -m rayconformance.fixtures.matrix run
 
 test: setup
 	$(PY) -m pytest tests -m "not breaks" $(PYTEST_ARGS)

@@ -1,0 +1,125 @@
+"""The version matrix: planning (profiles x Ray versions, one-line errors) and the report across recorded runs."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rayconformance.fixtures import matrix
+
+DATA = Path(__file__).parent / "data" / "matrix"
+
+
+def recorded(tmp_path: Path, name: str, profile: str, ray: str, tests: list[tuple], version: str = "v1") -> Path:
+    """A run directory with a conformance report of the suite's shape: tests as (name, features, outcome, reason)."""
+    d = tmp_path / name
+    d.mkdir()
+    report = {"apiVersion": "rayconformance.io/v1alpha1", "kind": "RayConformanceReport", "runId": name,
+              "operator": {"profile": profile, "featureGates": {}, "rayVersion": ray, "version": version},
+              "implementation": {"version": version}, "wallSeconds": 100.0, "profiles": [],
+              "tests": [{"name": n, "features": f, "outcome": o, **({"reason": r} if r else {})}
+                        for n, f, o, r in tests]}
+    (d / "conformance-report.yaml").write_text(yaml.safe_dump(report))
+    return d
+
+
+UNSUPPORTED = "unsupported feature(s): RayJobValidation (not claimed by profile kuberay-v1.4.2)"
+
+
+def test_report_outcomes_differences_and_contradictions(tmp_path):
+    a = recorded(tmp_path, "a", "kuberay-v1.4.2", "2.60.0", [
+        ("provisioning", ["RayClusterProvisioning"], "passed", None),
+        ("invalid_rayjob", ["RayJobValidation"], "skipped", UNSUPPORTED),
+        ("job_completes", ["RayJobK8sJobMode"], "failed", "RayJob never SUCCEEDED: observed Running"),
+    ])
+    b = recorded(tmp_path, "b", "kuberay-v1.6.1", "2.60.0", [
+        ("provisioning", ["RayClusterProvisioning"], "passed", None),
+        ("invalid_rayjob", ["RayJobValidation"], "passed", None),
+        ("job_completes", ["RayJobK8sJobMode"], "passed", None),
+    ])
+    r = matrix.build(matrix.cells_from_runs([a, b]), "m1")
+    cols = [c["column"] for c in r["columns"]]
+    assert cols == ["kuberay-v1.4.2@2.60.0", "kuberay-v1.6.1@2.60.0"]
+    tests = {t["name"]: t for t in r["tests"]}
+    assert tests["invalid_rayjob"]["outcomes"] == {cols[0]: "unsupported", cols[1]: "passed"}
+    assert tests["job_completes"]["reasons"] == {cols[0]: "RayJob never SUCCEEDED: observed Running"}
+    feats = {f["name"]: f["results"] for f in r["features"]}
+    assert feats["RayJobValidation"][cols[0]] == {"claimed": False, "verdict": "unsupported"}
+    assert feats["RayJobValidation"][cols[1]] == {"claimed": True, "verdict": "passed"}
+    # differences: a verdict or a claim that is not the same in every column
+    assert {d["feature"] for d in r["differences"]} == {"RayJobValidation", "RayJobK8sJobMode"}
+    # the one contradiction: v1.4.2 claims K8sJobMode and its test failed
+    assert r["contradictions"] == [{"column": cols[0], "feature": "RayJobK8sJobMode", "claimed": True,
+                                    "verdict": "failed", "tests": ["job_completes"]}]
+    y, h = matrix.write(r, tmp_path / "out")
+    assert yaml.safe_load(y.read_text())["kind"] == "RayConformanceMatrix"
+    text = h.read_text()
+    assert "kuberay-v1.4.2@2.60.0" in text and "RayJobK8sJobMode is claimed but failed" in text
+
+
+def test_unclaimed_feature_passing_is_a_contradiction_and_a_run_without_report_fails_its_claims(tmp_path):
+    a = recorded(tmp_path, "a", "kuberay-v1.4.2", "2.60.0", [
+        ("invalid_rayjob", ["RayJobValidation"], "passed", None),  # run with --all-features
+    ])
+    cells = matrix.cells_from_runs([a])
+    broken = matrix.Cell("kuberay-v1.5.1", "2.46.0", claims=("RayClusterProvisioning",),
+                         error="no report (pytest exit 1): operator not ready")
+    r = matrix.build(cells + [broken], "m2")
+    assert {"column": "kuberay-v1.4.2@2.60.0", "feature": "RayJobValidation", "claimed": False,
+            "verdict": "passed", "tests": ["invalid_rayjob"]} in r["contradictions"]
+    assert {"column": "kuberay-v1.5.1@2.46.0", "feature": "RayClusterProvisioning", "claimed": True,
+            "verdict": "error", "tests": [], "error": "no report (pytest exit 1): operator not ready"} in r["contradictions"]
+    assert r["tests"][0]["outcomes"]["kuberay-v1.5.1@2.46.0"] == "not-run"
+
+
+def test_recorded_matrix_runs_give_the_recorded_verdicts(tmp_path):
+    """Reports recorded from real runs (tests/unit/data/matrix): the matrix read back from them."""
+    runs = sorted(p.parent for p in DATA.glob("*/conformance-report.yaml"))
+    if not runs:
+        pytest.skip("no recorded runs")
+    expected = yaml.safe_load((DATA / "expected.yaml").read_text())
+    r = matrix.build(matrix.cells_from_runs(runs), "recorded")
+    assert [c["column"] for c in r["columns"]] == expected["columns"]
+    got = {f["name"]: {c: v["verdict"] for c, v in f["results"].items()} for f in r["features"]}
+    for feature, verdicts in expected["features"].items():
+        assert got[feature] == verdicts, feature
+    assert [(x["column"], x["feature"]) for x in r["contradictions"]] == \
+        [tuple(x) for x in expected["contradictions"]]
+
+
+def test_plan_default_all_and_listed_ray_versions():
+    cells, skipped = matrix.plan(["kuberay-v1.6.1"], "")
+    assert [c.column for c in cells] == ["kuberay-v1.6.1@2.60.0"] and skipped == []
+    cells, _ = matrix.plan(["kuberay-v1.6.1", "kuberay-v1.5.1"], "all")
+    assert [c.column for c in cells] == ["kuberay-v1.6.1@2.60.0", "kuberay-v1.6.1@2.46.0",
+                                         "kuberay-v1.5.1@2.60.0", "kuberay-v1.5.1@2.46.0"]
+    cells, skipped = matrix.plan(["kuberay-v1.6.1"], "2.46.0,2.99.0")
+    assert [c.column for c in cells] == ["kuberay-v1.6.1@2.46.0"]
+    assert skipped == ["kuberay-v1.6.1@2.99.0: not run, the profile supports Ray 2.60.0, 2.46.0"]
+    assert "RayClusterProvisioning" in cells[0].claims
+
+
+@pytest.mark.parametrize("profiles, ray, expected", [
+    (["nope"], "", "operator profile 'nope' not found"),
+    (["kuberay-v1.6.1"], "latest", "MATRIX_RAY: 'latest' is not a Ray release"),
+    (["kuberay-v1.6.1"], "2.99.0", "nothing to run: no profile supports the Ray versions asked for"),
+    (["none"], "", "operator profile none names no rayVersions; give MATRIX_RAY"),
+])
+def test_plan_bad_input_is_one_line(profiles, ray, expected):
+    with pytest.raises(matrix.MatrixError) as e:
+        matrix.plan(profiles, ray)
+    assert expected in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cli_report_from_recorded_runs_and_bad_input(tmp_path, capsys):
+    a = recorded(tmp_path, "a", "kuberay-v1.6.1", "2.60.0", [("provisioning", ["RayClusterProvisioning"], "passed", None)])
+    assert matrix.main(["report", str(a), "--out", str(tmp_path / "m"), "--matrix-id", "m"]) == 0
+    assert (tmp_path / "m" / "matrix-report.yaml").is_file() and (tmp_path / "m" / "matrix.html").is_file()
+    assert "0 contradiction(s)" in capsys.readouterr().out
+    assert matrix.main(["report", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "no conformance-report.yaml" in err and "\n" not in err
+    assert matrix.main(["run", "--profiles", "nope"]) == 2
+    assert "operator profile 'nope' not found" in capsys.readouterr().err
