@@ -107,14 +107,14 @@ def build_times(cache: Path) -> list[str]:
     newest: dict[str, list[str]] = {}
     for line in lines:
         parts = line.split("\t")
-        if len(parts) == 4:
-            newest[parts[1]] = parts  # later lines win
+        if len(parts) == 4:  # one row per image for app images (their version column names the image)
+            newest[f"{parts[1]} {parts[2]}" if parts[1] == "app-image" else parts[1]] = parts  # later lines win
     if not newest:
         return [f"cold builds: none recorded in {f}"]
     rows = [f"cold builds (newest of each, from {f}):"]
     for what in sorted(newest, key=lambda w: (not w.startswith("node-image"), not w.startswith("app-image"), w)):
-        when, _, version, secs = newest[what]
-        rows.append(f"  {what:<28} {secs:>6} s  {version:<40} {when}")
+        when, kind, version, secs = newest[what]
+        rows.append(f"  {kind:<20} {secs:>6} s  {version:<44} {when}")
     return rows
 
 

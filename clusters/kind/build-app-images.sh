@@ -28,6 +28,9 @@ REDIS_TAG=7.4.0 PYTHON_TAG=3.11-slim BUSYBOX_TAG=1.36
 mkdir -p "$LOGS" "$IMAGES" "$PARTS"
 [ "$(id -u)" = 0 ] || { echo "build-app-images: needs root (debootstrap, chroot)" >&2; exit 2; }
 
+built() {  # built NAME ARCHIVE: a real build's archive: indexed, and its time (since `since`) recorded
+  index "$1" "$2"; record_build app-image "$1" "$since"
+}
 index() {  # index NAME ARCHIVE: record where an image's archive is
   touch "$IMAGES/index.tsv"
   { grep -v "^$1	" "$IMAGES/index.tsv" || true; printf '%s\t%s\n' "$1" "$2"; } > "$IMAGES/index.tsv.new"
@@ -57,6 +60,7 @@ build_ray() {  # one image per Ray version: RAY_IMAGE_VERSIONS, else $RAY_VERSIO
 build_ray_version() {
   local v=$1 name=rayproject/ray:$1 out=$IMAGES/ray-$1.tar
   [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
+  since=$(stamp)
   local base venv work
   base=$(debian_part ray-base "python3 python3-venv bash wget ca-certificates procps curl" \
     "groupadd -f -g 100 users; useradd -m -u 1000 -g 100 -s /bin/bash ray")
@@ -85,7 +89,7 @@ build_ray_version() {
   $IT -o "$out" --tag "$name" --rootfs "$base" --rootfs "$venv" --user 1000:100 --workdir /home/ray \
     --env PATH=/opt/ray/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --env HOME=/home/ray \
     --env RAY_USAGE_STATS_ENABLED=0 --env RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT=120 --cmd '["bash"]'
-  index "$name" "$out"
+  built "$name" "$out"
 }
 
 build_kuberay() {
@@ -96,8 +100,9 @@ build_kuberay() {
     [ -x "$bin" ] || { echo "build-app-images: KubeRay $v not built (make tools); skipped"; continue; }
     built=1
     [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; continue; }
+    since=$(stamp)
     $IT -o "$out" --tag "$name" --rootfs "$static" --add "$bin=/manager" --entrypoint '["/manager"]' --user 65532:65532
-    index "$name" "$out"
+    built "$name" "$out"
   done
   [ $built = 1 ] || { echo "no KubeRay version is built yet: run \`make tools\`" >&2; return 1; }
 }
@@ -105,22 +110,25 @@ build_kuberay() {
 build_redis() {
   local name=redis:$REDIS_TAG out=$IMAGES/redis-$REDIS_TAG.tar base
   [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
+  since=$(stamp)
   base=$(debian_part redis "redis-server" "mkdir -p /data")
   $IT -o "$out" --tag "$name" --rootfs "$base" --workdir /data --cmd '["redis-server"]'
-  index "$name" "$out"
+  built "$name" "$out"
 }
 
 build_python() {
   local name=python:$PYTHON_TAG out=$IMAGES/python-$PYTHON_TAG.tar base
   [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
+  since=$(stamp)
   base=$(debian_part python "python3 ca-certificates" "ln -sf python3 /usr/bin/python")
   $IT -o "$out" --tag "$name" --rootfs "$base" --cmd '["python3"]'
-  index "$name" "$out"
+  built "$name" "$out"
 }
 
 build_busybox() {
   local name=busybox:$BUSYBOX_TAG out=$IMAGES/busybox-$BUSYBOX_TAG.tar dir=$PARTS/busybox
   [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
+  since=$(stamp)
   if [ ! -f "$dir/.complete" ]; then
     local tmp; tmp=$(mktemp -d); rm -rf "$dir"
     (cd "$tmp" && apt-get download busybox-static >/dev/null && dpkg -x busybox-static_*.deb x)
@@ -130,17 +138,18 @@ build_busybox() {
     touch "$dir/.complete"
   fi
   $IT -o "$out" --tag "$name" --rootfs "$dir" --cmd '["sh"]'
-  index "$name" "$out"
+  built "$name" "$out"
 }
 
 build_traefik() {
   local name=traefik:$TRAEFIK_VERSION out=$IMAGES/traefik-$TRAEFIK_VERSION.tar static=$PARTS/static
   local bin=$CACHE/traefik-$TRAEFIK_VERSION/bin/traefik
   [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
+  since=$(stamp)
   [ -x "$bin" ] || { echo "Traefik $TRAEFIK_VERSION is not built yet: run \`make tools\`" >&2; return 1; }
   static_base "$static"
   $IT -o "$out" --tag "$name" --rootfs "$static" --add "$bin=/usr/local/bin/traefik" --entrypoint '["traefik"]'
-  index "$name" "$out"
+  built "$name" "$out"
 }
 
 all="ray kuberay redis python busybox traefik"
@@ -154,7 +163,6 @@ for c in ${*:-$all}; do
         echo "build-app-images: image $c failed; see $log ($(grep -v '^\s*$' "$log" | tail -1))" >&2; exit 1
       fi
       grep -E '^(build-app-images|imagetar):' "$log" || true
-      grep -q ' cached$' "$log" || record_build "app-image $c" "" "$t"
       echo "build-app-images: $c done in $(( $(date +%s) - t ))s" ;;
     *) echo "build-app-images: unknown image '$c' (known: $all)" >&2; exit 2 ;;
   esac
