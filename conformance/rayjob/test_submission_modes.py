@@ -1,5 +1,6 @@
 """RayJob submission modes other than a submitter Job: the operator submitting through Ray's Jobs API
-(HTTPMode), the user submitting (InteractiveMode), and a job run on an existing RayCluster (clusterSelector)."""
+(HTTPMode), a submitter container beside the Ray head (SidecarMode), the user submitting (InteractiveMode), and
+a job run on an existing RayCluster (clusterSelector)."""
 from __future__ import annotations
 
 import time
@@ -51,6 +52,43 @@ def test_http_mode_runs_without_submitter_job(k8s, namespace, ray_version, timeo
     logs = ray_must_report_job(k8s, namespace, head_service(k8s, namespace, obj), job_id, "SUCCEEDED",
                                timeouts.short)
     assert OUTPUT in logs, f"the entrypoint's output is missing from Ray's log of job {job_id}:\n{logs[-1500:]}"
+
+
+@pytest.mark.feature("RayJobSidecarMode")
+def test_sidecar_mode_submits_beside_the_head(k8s, namespace, ray_version, timeouts):
+    """A RayJob with submissionMode SidecarMode is submitted from a container the operator adds to the Ray head
+    Pod: the job succeeds without any submitter Job, that container's log shows the entrypoint's output, and
+    Ray reports the job, under the RayJob's job id, SUCCEEDED."""
+    body = ray.sample("rayjob-sidecar", ray_version)
+    name = body["metadata"]["name"]
+    own = {c["name"] for c in body["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"]}
+    ray.RayResources(k8s, namespace, "RayJob").create(body)
+
+    # step 1: the job succeeds
+    obj = rayjob_must_succeed(k8s, namespace, name, timeouts.long, when="in SidecarMode")
+
+    # step 2: no submitter Job was created
+    jobs = no_jobs_in(k8s, namespace)
+    assert not jobs, f"expected no Kubernetes Job in SidecarMode (a sidecar of the head submits); observed Jobs {jobs}"
+
+    # step 3: the head Pod carries the submitter beside the Ray head container, and it ran the entrypoint
+    cluster = ray.status(obj)["rayClusterName"]
+    heads = ray.cluster_pods(k8s, namespace, cluster, "head")
+    assert len(heads) == 1, \
+        f"expected one head Pod in RayCluster {cluster}; observed {[p.metadata.name for p in heads]}"
+    head = heads[0]
+    added = [c.name for c in head.spec.containers if c.name not in own]
+    assert added, (f"expected a submitter container beside the Ray head in head Pod {head.metadata.name}; observed "
+                   f"only the RayJob's own containers {[c.name for c in head.spec.containers]}")
+    core = client.CoreV1Api(k8s)
+    logs = "".join(core.read_namespaced_pod_log(head.metadata.name, namespace, container=c) for c in added)
+    assert OUTPUT in logs, \
+        f"the entrypoint's output is missing from the log of the head Pod's container(s) {added}:\n{logs[-1500:]}"
+
+    # step 4: Ray ran it under the RayJob's job id
+    job_id = ray.status(obj).get("jobId")
+    assert job_id, f"status.jobId not set: {describe_rayjob(obj)}"
+    ray_must_report_job(k8s, namespace, head_service(k8s, namespace, obj), job_id, "SUCCEEDED", timeouts.short)
 
 
 @pytest.mark.feature("RayJobInteractiveMode")

@@ -68,4 +68,17 @@ CASES = [
          saboteur=delete_selected_cluster_when_job_finished),
     Case("cluster_deleted_only_after_ttl", "ttlSecondsAfterFinished=30",
          saboteur=patch_rayjob_spec("ttlSecondsAfterFinished", 0)),
+    # the submitter reaches the cluster: the job succeeds instead of failing its submission
+    Case("unreachable_submission_ends_submission_failed", "reason=SubmissionFailed",
+         samples={"rayjob-submission-failure": set_field(["spec", "submitterPodTemplate"], None)}),
+    Case("pre_running_deadline_ends_job_that_cannot_start", "PreRunningDeadlineExceeded",
+         samples={"rayjob-pre-running-deadline": set_field(["spec", "preRunningDeadlineSeconds"], None)}),
+    Case("sidecar_mode_submits_beside_the_head", "no Kubernetes Job in SidecarMode",
+         samples={"rayjob-sidecar": set_field(["spec", "submissionMode"], "K8sJobMode")}),
+    Case("rayjob_managed_elsewhere_is_left_alone", "left alone",
+         samples={"rayjob-managed-by": set_field(["spec", "managedBy"], "ray.io/kuberay-operator")}),
+    # the RayCluster's rule is due at once, with the workers' rule: the most impactful (DeleteCluster) runs
+    Case("deletion_rules_clean_up_in_stages", "RayCluster itself kept",
+         samples={"rayjob-deletion-rules": set_field(
+             ["spec", "deletionStrategy", "deletionRules", 1, "condition", "ttlSeconds"], 0)}),
 ]
