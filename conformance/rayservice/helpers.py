@@ -30,12 +30,14 @@ def start_traffic(k8s, namespace, obj, timeouts, url: str | None = None) -> Load
     return gen
 
 
-def trigger_upgrade(rs: ray.RayResources, obj: dict, marker: str) -> None:
-    """Change the cluster spec (a head env var), which needs a new RayCluster."""
+def trigger_upgrade(rs: ray.RayResources, obj: dict, marker: str, deletion_delay: int = 5) -> dict:
+    """Change the cluster spec (a head env var), which needs a new RayCluster; the old one is to be deleted
+    `deletion_delay` seconds after the switch (rayClusterDeletionDelaySeconds). Returns the patched RayService."""
     spec = obj["spec"]["rayClusterConfig"]
     head = spec["headGroupSpec"]["template"]["spec"]["containers"][0]
     head["env"] = [*head.get("env", []), {"name": "RAYCONFORMANCE_UPGRADE", "value": marker}]
-    rs.patch(obj["metadata"]["name"], {"spec": {"rayClusterConfig": spec, "rayClusterDeletionDelaySeconds": 5}})
+    return rs.patch(obj["metadata"]["name"],
+                    {"spec": {"rayClusterConfig": spec, "rayClusterDeletionDelaySeconds": deletion_delay}})
 
 
 def elapsed(gen: LoadGenerator) -> float | None:
@@ -70,3 +72,130 @@ def record_traffic(measure, stats: dict | None) -> None:
     for k in ("requests", "failures", "retries", "warmup_failures", "warmup_errors", "p50_ms", "p95_ms", "p99_ms", "max_ms",
               "first_failure_s", "last_failure_s", "failure_log"):
         measure(f"traffic.{k}", (stats or {}).get(k))
+
+
+class Version:
+    """One version of a watched object: when it was seen (seconds since the watch started), the event type
+    (LISTED for what existed when the watch started, then ADDED, MODIFIED, DELETED) and the object; `at` is the
+    same moment on time.monotonic's clock, to compare versions seen by different watches."""
+    __slots__ = ("t", "at", "type", "obj")
+
+    def __init__(self, t: float, at: float, type_: str, obj: dict):
+        self.t, self.at, self.type, self.obj = t, at, type_, obj
+
+
+class ObjectWatch:
+    """Every version of the ray.io objects of one kind (`plural`) in a namespace (or of the one named `name`),
+    seen through the watch API from the moment it is started. Use as a context manager.
+
+    `first(holds, within)` waits for a version for which `holds(version)` is true (seen already, or arriving
+    within `within` seconds from now or from `since_at`) and returns it, or None when the window ends
+    without one: how a test watches a fixed window for something that must not happen."""
+
+    def __init__(self, api, namespace: str, plural: str, name: str | None = None):
+        import threading
+        import time
+
+        from kubernetes import client
+
+        self.co = client.CustomObjectsApi(api)
+        self.ns, self.plural, self.name = namespace, plural, name
+        self.versions: list[Version] = []
+        self.error: str | None = None
+        self.changed = threading.Condition()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.clock = time.monotonic
+
+    def _selector(self) -> dict:
+        return {"field_selector": f"metadata.name={self.name}"} if self.name else {}
+
+    def __enter__(self) -> "ObjectWatch":
+        self.start = self.clock()
+        listed = self.co.list_namespaced_custom_object(ray.GROUP, ray.VERSION, self.ns, self.plural, **self._selector())
+        for o in listed["items"]:
+            self._see("LISTED", o)
+        self.rv = listed["metadata"]["resourceVersion"]
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+    def now(self) -> float:
+        return self.clock() - self.start
+
+    def _see(self, kind: str, obj: dict) -> None:
+        with self.changed:
+            at = self.clock()
+            self.versions.append(Version(at - self.start, at, kind, obj))
+            self.changed.notify_all()
+
+    def _run(self) -> None:
+        from kubernetes import watch
+
+        while not self.stop.is_set():
+            w = watch.Watch()
+            try:
+                for ev in w.stream(self.co.list_namespaced_custom_object, ray.GROUP, ray.VERSION, self.ns,
+                                   self.plural, resource_version=self.rv, timeout_seconds=5, **self._selector()):
+                    obj = ev["object"]
+                    if ev["type"] == "ERROR":
+                        self.error = f"the watch ended with an error: {obj}"
+                        return
+                    self.rv = obj["metadata"]["resourceVersion"]
+                    self._see(ev["type"], obj)
+                    if self.stop.is_set():
+                        break
+            except Exception as e:  # noqa: BLE001 - a dropped connection: watch again from the last version
+                if "410" in str(e) or "Gone" in str(e):
+                    self.error = f"the watch lost events (resource version expired): {e}"
+                    return
+                self.stop.wait(0.5)
+            finally:
+                w.stop()
+
+    def snapshot(self) -> list[Version]:
+        with self.changed:
+            return list(self.versions)
+
+    def first(self, holds, within: float, since_at: float | None = None) -> Version | None:
+        """The first version for which `holds(version)` is true, waiting until `within` seconds after `since_at`
+        (a time.monotonic() moment, e.g. another version's `at`; default: now) at most; None if there is none by
+        then."""
+        deadline = (self.clock() if since_at is None else since_at) + within - self.start
+        seen = 0
+        with self.changed:
+            while True:
+                for v in self.versions[seen:]:
+                    if holds(v):
+                        return v
+                seen = len(self.versions)
+                left = deadline - self.now()
+                if left <= 0 or self.error:
+                    return None
+                self.changed.wait(min(left, 1.0))
+
+    def must_not_have_failed(self) -> None:
+        __tracebackhide__ = True
+        assert self.error is None, f"could not watch the {self.plural} in {self.ns}: {self.error}"
+
+
+def rayservice_state(obj: dict) -> str:
+    """One line for one observed RayService version: its clusters, conditions and serviceStatus."""
+    from rayconformance.fixtures.expect.rayservice import describe_rayservice
+
+    return f"{describe_rayservice(obj)}; serviceStatus={ray.status(obj).get('serviceStatus')!r}"
+
+
+def distinct_states(versions: list[Version]) -> list[str]:
+    """The observed RayService states in order, consecutive repeats folded (`... (x3)`)."""
+    out: list[list] = []
+    for v in versions:
+        s = rayservice_state(v.obj)
+        if out and out[-1][0] == s:
+            out[-1][1] += 1
+        else:
+            out.append([s, 1])
+    return [s + (f" (x{n})" if n > 1 else "") for s, n in out]

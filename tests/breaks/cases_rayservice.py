@@ -48,4 +48,23 @@ CASES = [
     Case("active_head_failure_with_gcs_ft_does_not_break_upgrade", "at most",
          samples={"rayservice-greeter-ft": serve_from_slow_head_without_ft}),
     Case("traffic_shifts_in_steps_without_failures", "Gateway|Ready=True", gates={"RayServiceIncrementalUpgrade": False}),
+    # The operator reports UpgradeInProgress=False while a pending cluster exists.
+    Case("upgrade_progress_shows_in_conditions", "UpgradeInProgress=False/BothActivePendingClustersExist",
+         patch="rayservice-upgrade-not-in-progress"),
+    # The operator switches the Services to the new cluster without recording UpdatedService.
+    Case("upgrade_is_recorded_in_events", "missing .*UpdatedService", patch="rayservice-no-service-switch-event"),
+    # The operator ignores the ray.io/initializing-timeout annotation: the RayService stays Initializing.
+    Case("initializing_timeout_fails_a_service_that_never_starts", "Ready=False/InitializingTimeout",
+         patch="rayservice-ignores-initializing-timeout"),
+    # The operator skips the spec validation and creates a cluster for an invalid RayService.
+    Case("invalid_rayservice_fails_validation_and_creates_nothing", "Ready=False/ValidationFailed",
+         patch="rayservice-skips-spec-validation"),
+    # The operator counts worker-group replicas in the cluster hash: a replicas change needs a new cluster.
+    Case("autoscaler_fields_and_new_worker_group_keep_the_cluster", "must not start an upgrade",
+         patch="rayservice-replicas-change-upgrades"),
+    # The operator treats upgradeStrategy None as NewCluster.
+    Case("upgrade_strategy_none_keeps_the_cluster", "must not start an upgrade", patch="rayservice-none-still-upgrades"),
+    # The operator reads rayClusterDeletionDelaySeconds as milliseconds: the old cluster goes at once.
+    Case("old_cluster_outlives_the_switch_by_the_deletion_delay", "to be kept for rayClusterDeletionDelaySeconds",
+         patch="rayservice-deletion-delay-in-milliseconds"),
 ]

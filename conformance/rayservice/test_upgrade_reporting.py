@@ -1,0 +1,93 @@
+"""What a user sees of a NewCluster upgrade: the RayService's conditions through it, and the events the operator
+records about it."""
+from __future__ import annotations
+
+import pytest
+
+from rayconformance.fixtures.expect.conditions import condition
+from rayconformance.fixtures.expect.raycluster import raycluster_must_be_gone
+from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, rayservice_events_must_include,
+                                                       rayservice_must_switch, rayservice_upgrade_must_start)
+from rayconformance.fixtures import ray
+
+from .helpers import ObjectWatch, Version, deploy, distinct_states, trigger_upgrade
+
+
+def _state_problems(v: Version) -> list[str]:
+    """What is wrong with one observed RayService version during an upgrade, if anything."""
+    obj, problems = v.obj, []
+    active, pending = active_and_pending_clusters(obj)
+    ready, upgrade = condition(obj, "Ready") or {}, condition(obj, "UpgradeInProgress") or {}
+    got = f"{upgrade.get('status')}/{upgrade.get('reason')}"
+    if ready.get("status") != "True":
+        problems.append(f"Ready={ready.get('status')}/{ready.get('reason')} (expected True throughout)")
+    running = ray.status(obj).get("serviceStatus") == "Running"
+    if running != (ready.get("status") == "True"):
+        problems.append(f"serviceStatus={ray.status(obj).get('serviceStatus')!r} with Ready={ready.get('status')} "
+                        "(expected 'Running' exactly when Ready=True)")
+    if active and pending and got != "True/BothActivePendingClustersExist":
+        problems.append(f"UpgradeInProgress={got} with an active and a pending RayCluster "
+                        "(expected True/BothActivePendingClustersExist)")
+    if active and not pending and got != "False/NoPendingCluster":
+        problems.append(f"UpgradeInProgress={got} with no pending RayCluster (expected False/NoPendingCluster)")
+    return problems
+
+
+@pytest.mark.feature("RayServiceUpgradeConditions")
+def test_upgrade_progress_shows_in_conditions(k8s, namespace, ray_version, timeouts):
+    """Through a NewCluster upgrade a RayService says what it is doing: UpgradeInProgress is False
+    (NoPendingCluster) before, True (BothActivePendingClustersExist) while the new RayCluster is pending and
+    False again after the switch; Ready stays True the whole time, and serviceStatus is Running exactly when
+    Ready is True. Every version of the RayService is watched through the upgrade."""
+    rs, obj = deploy(k8s, namespace, ray_version, timeouts)
+    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
+
+    # step 1: watch every version of the RayService while it upgrades to a new RayCluster
+    with ObjectWatch(k8s, namespace, "rayservices", name) as watch:
+        trigger_upgrade(rs, obj, "conditions")
+        rayservice_upgrade_must_start(k8s, namespace, name, old, timeouts.medium)
+        new = rayservice_must_switch(k8s, namespace, name, old, timeouts.long)
+        # the version that completed the switch has been seen by the watch too
+        watch.first(lambda v: active_and_pending_clusters(v.obj) == (new, None), timeouts.short)
+    watch.must_not_have_failed()
+
+    # step 2: the observed sequence: before, during, after; Ready and serviceStatus throughout
+    versions = watch.snapshot()
+    seen = "; observed, in order:\n  " + "\n  ".join(distinct_states(versions))
+    problems = [f"{v.t:.1f}s: {p}" for v in versions for p in _state_problems(v)]
+    pairs = [active_and_pending_clusters(v.obj) for v in versions]
+    if not pairs or pairs[0] != (old, None):
+        problems.append(f"the first version does not serve from {old} alone")
+    if not any(a == old and p for a, p in pairs):
+        problems.append(f"no version showed {old} active with a pending RayCluster")
+    if pairs and pairs[-1] != (new, None):
+        problems.append(f"the last version does not serve from {new} alone")
+    assert not problems, "the RayService's conditions through the upgrade are wrong:\n  " + \
+        "\n  ".join(problems[:10]) + seen
+
+
+@pytest.mark.feature("RayServiceEvents")
+def test_upgrade_is_recorded_in_events(k8s, namespace, ray_version, timeouts):
+    """The operator records what it does for a RayService as events a user reads with `kubectl describe
+    rayservice`: creating each RayCluster and the head and serve Services, updating the Serve applications on
+    each cluster, switching the Services to the new cluster in an upgrade, and deleting the old cluster."""
+    rs, obj = deploy(k8s, namespace, ray_version, timeouts)
+    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
+
+    # step 1: upgrade to a new RayCluster and wait until the old one is gone
+    trigger_upgrade(rs, obj, "events")
+    new = rayservice_must_switch(k8s, namespace, name, old, timeouts.long)
+    raycluster_must_be_gone(k8s, namespace, old, timeouts.medium, after="the upgrade")
+
+    # step 2: each step is an event about the RayService
+    head_svc, serve_svc = f"{namespace}/{name}-head-svc", f"{namespace}/{ray.serve_service(obj)}"
+    expected = [("Normal", "CreatedRayCluster", f"Created the RayCluster {namespace}/{old}"),
+                ("Normal", "CreatedService", f"Created the service {head_svc}"),
+                ("Normal", "CreatedService", f"Created the service {serve_svc}"),
+                ("Normal", "UpdatedServeApplications", f"Updated serve applications to the RayCluster {namespace}/{old}"),
+                ("Normal", "CreatedRayCluster", f"Created the RayCluster {namespace}/{new}"),
+                ("Normal", "UpdatedServeApplications", f"Updated serve applications to the RayCluster {namespace}/{new}"),
+                ("Normal", "UpdatedService", f"Updated the service {head_svc}"),
+                ("Normal", "UpdatedService", f"Updated the service {serve_svc}"),
+                ("Normal", "DeletedRayCluster", f"Deleted the RayCluster {namespace}/{old}")]
+    rayservice_events_must_include(k8s, namespace, name, expected, timeouts.short)
