@@ -123,3 +123,11 @@ def test_cli_report_from_recorded_runs_and_bad_input(tmp_path, capsys):
     assert err.startswith("error: ") and "no conformance-report.yaml" in err and "\n" not in err
     assert matrix.main(["run", "--profiles", "nope"]) == 2
     assert "operator profile 'nope' not found" in capsys.readouterr().err
+
+
+def test_two_runs_of_one_column_stay_apart(tmp_path):
+    a = recorded(tmp_path, "r1", "kuberay-v1.6.1", "2.60.0", [("provisioning", ["RayClusterProvisioning"], "passed", None)])
+    b = recorded(tmp_path, "r2", "kuberay-v1.6.1", "2.60.0", [("provisioning", ["RayClusterProvisioning"], "failed", "x")])
+    r = matrix.build(matrix.cells_from_runs([a, b]), "m")
+    assert [c["column"] for c in r["columns"]] == ["kuberay-v1.6.1@2.60.0#r1", "kuberay-v1.6.1@2.60.0#r2"]
+    assert r["tests"][0]["outcomes"] == {"kuberay-v1.6.1@2.60.0#r1": "passed", "kuberay-v1.6.1@2.60.0#r2": "failed"}
