@@ -5,7 +5,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import rayjob_must_be_left_alone, rayjob_must_fail_validation
+from rayconformance.fixtures.expect.rayjob import rayjob_must_be_left_alone, rayjob_must_be_suspended
 
 
 def rejection(call) -> tuple[int, str] | None:
@@ -21,19 +21,19 @@ def rejection(call) -> tuple[int, str] | None:
 @pytest.mark.feature("RayJobManagedBy")
 def test_rayjob_managed_elsewhere_is_left_alone(k8s, namespace, ray_version, timeouts):
     """A RayJob whose spec.managedBy names another controller (MultiKueue) is left alone: it gets no status, no
-    finalizer, no RayCluster and no Job, while the operator does handle a RayJob of its own beside it. Its
-    spec.managedBy cannot be changed afterwards, and a RayJob naming a manager that is neither the operator nor
-    MultiKueue is refused."""
+    finalizer, no RayCluster and no Job, while the operator does handle a RayJob of its own beside it (created
+    suspended, that one reports Suspended). Its spec.managedBy cannot be changed afterwards, and a RayJob naming a
+    manager that is neither the operator nor MultiKueue is refused."""
     rj = ray.RayResources(k8s, namespace, "RayJob")
     body = ray.sample("rayjob-managed-by", ray_version)
     name, manager = body["metadata"]["name"], body["spec"]["managedBy"]
     rj.create(body)
-    witness = ray.sample("rayjob-invalid", ray_version)  # the operator's own: reported ValidationFailed, nothing made
+    witness = ray.sample("rayjob-basic", ray_version)  # the operator's own, created suspended: it makes nothing
+    witness["spec"]["suspend"] = True
     rj.create(witness)
 
     # step 1: the operator is at work in this namespace: it handled its own RayJob
-    rayjob_must_fail_validation(k8s, namespace, witness["metadata"]["name"], timeouts.short,
-                                why="a RayJob of the operator's own beside the one managed elsewhere")
+    rayjob_must_be_suspended(k8s, namespace, witness["metadata"]["name"], timeouts.medium)
 
     # step 2: it leaves the other controller's RayJob alone
     rayjob_must_be_left_alone(k8s, namespace, name, 15, why=f"spec.managedBy={manager}")

@@ -81,4 +81,38 @@ CASES = [
     Case("deletion_rules_clean_up_in_stages", "RayCluster itself kept",
          samples={"rayjob-deletion-rules": set_field(
              ["spec", "deletionStrategy", "deletionRules", 1, "condition", "ttlSeconds"], 0)}),
+
+    # Patched operator builds (tests/breaks/patches/<patch>.patch against KubeRay v1.6.1): the operator itself
+    # does the wrong thing.
+    # activeDeadlineSeconds never checked: the 10-minute job runs on
+    Case("active_deadline_ends_job_without_retry", "reason=DeadlineExceeded", patch="rayjob-ignores-active-deadline",
+         timeout_scale=0.2),
+    # a failed job retried while status.failed < backoffLimit (not backoffLimit + 1): two attempts, not three
+    Case("backoff_limit_retries_on_new_clusters", "3 failed attempts", patch="rayjob-retries-one-too-few",
+         timeout_scale=0.5),
+    # validation skipped: the invalid RayJob is run
+    Case("invalid_rayjob_fails_validation_and_creates_nothing", "ValidationFailed", patch="rayjob-skips-validation"),
+    # a submitter Job created in HTTPMode (and SidecarMode) too
+    Case("http_mode_runs_without_submitter_job", "no Kubernetes Job in HTTPMode",
+         patch="rayjob-submitter-job-in-every-mode"),
+    Case("sidecar_mode_submits_beside_the_head", "in SidecarMode", patch="rayjob-submitter-job-in-every-mode"),
+    # InteractiveMode given a job id of the operator's own
+    Case("interactive_mode_waits_for_job_id", "must not have one of its own",
+         patch="rayjob-interactive-generates-job-id"),
+    # shutdownAfterJobFinishes applied to the RayCluster chosen by clusterSelector
+    Case("cluster_selector_runs_on_existing_cluster", "RayCluster basic to remain after a RayJob",
+         patch="rayjob-deletes-selected-cluster"),
+    # ttlSecondsAfterFinished read as 0: the RayCluster goes as soon as the job ends
+    Case("cluster_deleted_only_after_ttl", "ttlSecondsAfterFinished=30", patch="rayjob-ignores-ttl-after-finished"),
+    # an application failure reported as SubmissionFailed, a submission failure as AppFailed
+    Case("failing_entrypoint_ends_failed", "reason=AppFailed", patch="rayjob-failure-reasons-swapped"),
+    Case("unreachable_submission_ends_submission_failed", "reason=SubmissionFailed",
+         patch="rayjob-failure-reasons-swapped"),
+    # preRunningDeadlineSeconds never checked: the RayJob waits for its cluster for ever
+    Case("pre_running_deadline_ends_job_that_cannot_start", "PreRunningDeadlineExceeded",
+         patch="rayjob-ignores-pre-running-deadline"),
+    # spec.managedBy not looked at: the operator runs a RayJob another controller manages
+    Case("rayjob_managed_elsewhere_is_left_alone", "left alone", patch="rayjob-ignores-managed-by"),
+    # DeleteWorkers deletes the whole RayCluster
+    Case("deletion_rules_clean_up_in_stages", "RayCluster itself kept", patch="rayjob-delete-workers-deletes-cluster"),
 ]
