@@ -131,3 +131,13 @@ def test_two_runs_of_one_column_stay_apart(tmp_path):
     r = matrix.build(matrix.cells_from_runs([a, b]), "m")
     assert [c["column"] for c in r["columns"]] == ["kuberay-v1.6.1@2.60.0#r1", "kuberay-v1.6.1@2.60.0#r2"]
     assert r["tests"][0]["outcomes"] == {"kuberay-v1.6.1@2.60.0#r1": "passed", "kuberay-v1.6.1@2.60.0#r2": "failed"}
+
+
+def test_a_partial_matrix_leaves_cells_not_yet_run_out_of_the_verdicts(tmp_path):
+    a = recorded(tmp_path, "a", "kuberay-v1.4.2", "2.60.0", [("provisioning", ["RayClusterProvisioning"], "passed", None)])
+    pending = matrix.Cell("kuberay-v1.6.2", "2.60.0", claims=("RayClusterProvisioning",))
+    r = matrix.build(matrix.cells_from_runs([a]) + [pending], "partial")
+    assert r["contradictions"] == []
+    feats = {f["name"]: f["results"] for f in r["features"]}
+    assert feats["RayClusterProvisioning"]["kuberay-v1.6.2@2.60.0"] == {"claimed": True, "verdict": "not-run"}
+    matrix.write(r, tmp_path / "out")  # the HTML of a partial matrix renders
