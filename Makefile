@@ -8,7 +8,7 @@ CONFORMANCE_ARGS ?=
 # parallel test workers for the suite (pytest-xdist): cores + 1, at most one per 4 GiB of memory
 JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30; print(max(1, min((os.cpu_count() or 1) + 1, g // 4)))")
 
-.PHONY: conformance conformance-core matrix setup-base tools-base test test-breaks unit setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
+.PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
 
 # builds only the bed's base; the selected profile's operator and the Gateway implementation are built on first use
 # (with --provider kind or --cluster kind-*: the offline kind images too, cached; clusters/kind/README.md)
@@ -29,7 +29,7 @@ matrix: setup-base
 	MATRIX_PROFILES="$(MATRIX_PROFILES)" MATRIX_RAY="$(MATRIX_RAY)" MATRIX_ARGS="$(MATRIX_ARGS)" JOBS=$(JOBS) \
 	  $(PY) -m rayconformance.fixtures.matrix run
 
-test: setup
+test: deps tools-test venv
 	$(PY) -m pytest tests -m "not breaks" $(PYTEST_ARGS)
 
 # each conformance test run against a deliberately broken operator, sample or cluster must fail (slow)
@@ -51,6 +51,13 @@ tools:
 
 tools-base:
 	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi
+	bash clusters/local/ray-venv.sh
+
+# what the project's own tests use: the bed's base, the StorageClass provisioner and the KubeRay releases the
+# integration tests install (tests/integration/test_operator_profiles.py); other releases build on first use
+TEST_KUBERAY ?= v1.6.2 v1.6.1 v1.5.1
+tools-test:
+	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi localpath $(addprefix kuberay@,$(TEST_KUBERAY))
 	bash clusters/local/ray-venv.sh
 
 venv: $(VENV)/.installed
