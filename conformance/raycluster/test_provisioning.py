@@ -6,7 +6,8 @@ from kubernetes import client
 
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.conditions import condition_must_be
-from rayconformance.fixtures.expect.raycluster import ray_must_list_alive_nodes, raycluster_must_report_ready_workers
+from rayconformance.fixtures.expect.raycluster import (ray_must_list_alive_nodes, raycluster_must_report_ready_workers,
+                                                       raycluster_must_report_state)
 from rayconformance.fixtures.expect.workloads import describe_pods, running_and_ready
 
 from .helpers import create_provisioned
@@ -16,13 +17,14 @@ from .helpers import create_provisioned
 def test_head_and_workers_provisioned(k8s, namespace, ray_version, timeouts):
     """A RayCluster's head and worker Pods become Running and Ready; the cluster reports RayClusterProvisioned
     and HeadPodReady, counts its ready workers, names its head Pod, exposes the head through a Service with the
-    GCS, dashboard and client ports, and Ray itself lists both nodes as alive."""
+    GCS, dashboard and client ports, reports status.state ready, and Ray itself lists both nodes as alive."""
     body = ray.sample("raycluster-basic", ray_version)
     name = body["metadata"]["name"]
     _, obj = create_provisioned(k8s, namespace, body, timeouts.long)
 
     condition_must_be(obj, "RayClusterProvisioned", "True", "AllPodRunningAndReadyFirstTime")
     condition_must_be(obj, "HeadPodReady", "True", "HeadPodRunningAndReady")
+    raycluster_must_report_state(k8s, namespace, name, "ready", timeouts.short)
 
     heads, workers = ray.cluster_pods(k8s, namespace, name, "head"), ray.cluster_pods(k8s, namespace, name, "worker")
     assert len(heads) == 1 and all(map(running_and_ready, heads)), \

@@ -21,4 +21,10 @@ CASES = [
     Case("gpu_worker_group_gets_a_gpu", "must count the worker's GPU",
          samples={"raycluster-gpu": set_field(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-gpus"], "0")},
          timeout_scale=0.6),  # the probe job itself waits up to 3 minutes for a GPU
+    # a Pod creation refused by a quota is not reported as ReplicaFailure
+    Case("pod_quota_reports_replica_failure_until_lifted", "ReplicaFailure=True/FailedCreateHeadPod",
+         patch="raycluster-no-replica-failure"),
+    # RayClusterProvisioned follows the Pods' readiness after the first time (turns False while the head is replaced)
+    Case("head_pod_loss_turns_head_pod_ready_false", "RayClusterProvisioned must stay True",
+         patch="raycluster-provisioned-follows-pods"),
 ]
