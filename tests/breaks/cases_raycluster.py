@@ -27,4 +27,10 @@ CASES = [
     # RayClusterProvisioned follows the Pods' readiness after the first time (turns False while the head is replaced)
     Case("head_pod_loss_turns_head_pod_ready_false", "RayClusterProvisioned must stay True",
          patch="raycluster-provisioned-follows-pods"),
+    # workersToDelete deletes another worker of the group instead of the named one
+    Case("workers_to_delete_removes_exactly_the_named_pod", r"workersToDelete=\[.*\] with replicas 2 to delete exactly",
+         patch="raycluster-delete-wrong-worker"),
+    # spec.managedBy is ignored: the operator reconciles a cluster another controller manages
+    Case("cluster_managed_by_another_controller_is_left_alone", "must get no (Pods|Services|status)",
+         patch="raycluster-ignore-managed-by"),
 ]
