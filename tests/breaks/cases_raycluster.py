@@ -33,4 +33,7 @@ CASES = [
     # spec.managedBy is ignored: the operator reconciles a cluster another controller manages
     Case("cluster_managed_by_another_controller_is_left_alone", "must get no (Pods|Services|status)",
          patch="raycluster-ignore-managed-by"),
+    # every worker group gets one Pod more than its replicas
+    Case("scaling_creates_no_redundant_pods", "expected at most 6 live worker Pods",
+         patch="raycluster-one-worker-too-many"),
 ]
