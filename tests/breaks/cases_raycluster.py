@@ -36,4 +36,7 @@ CASES = [
     # every worker group gets one Pod more than its replicas
     Case("scaling_creates_no_redundant_pods", "expected at most 6 live worker Pods",
          patch="raycluster-one-worker-too-many"),
+    # upgradeStrategy Recreate recreates only the head Pod, the workers keep the old template
+    Case("recreate_replaces_all_pods_on_template_change", "must replace every Pod|the worker to be recreated",
+         patch="raycluster-recreate-head-only"),
 ]
