@@ -117,6 +117,29 @@ def test_invalid_configuration_gets_warning_event(k8s, namespace, ray_version, t
 
     evs = warning_events_must_be_recorded(k8s, namespace, "gcsft-invalid", timeouts.medium,
                                           about="the invalid GCS fault tolerance spec of RayCluster gcsft-invalid")
-    assert any("redis-password" in (e.message or "") for e in evs), \
-        f"the Warning event should name the offending field redis-password: {[(e.reason, e.message) for e in evs]}"
+    assert any(e.reason == "InvalidRayClusterSpec" and "redis-password" in (e.message or "") for e in evs), \
+        (f"expected a Warning event with reason InvalidRayClusterSpec naming the offending field redis-password, "
+         f"observed {[(e.reason, e.message) for e in evs]}")
     assert not ray.cluster_pods(k8s, namespace, "gcsft-invalid"), "an invalid RayCluster must not get Pods"
+
+
+@pytest.mark.feature("RayClusterGCSFaultTolerance")
+def test_redis_address_without_fault_tolerance_options_is_invalid(k8s, namespace, ray_version, timeouts):
+    """A RayCluster whose head sets RAY_REDIS_ADDRESS (which would turn on GCS fault tolerance implicitly) without
+    gcsFaultToleranceOptions gets a Warning event with reason InvalidRayClusterSpec naming RAY_REDIS_ADDRESS, and
+    no Pods."""
+    rc = ray.RayResources(k8s, namespace, "RayCluster")
+    body = ray.sample("raycluster-gcs-ft", ray_version)
+    body["metadata"]["name"] = "redis-implicit"
+    del body["spec"]["gcsFaultToleranceOptions"]
+    body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "RAY_REDIS_ADDRESS", "value": "redis:6379"}]
+    rc.create(body)
+
+    evs = warning_events_must_be_recorded(k8s, namespace, "redis-implicit", timeouts.medium,
+                                          about="RAY_REDIS_ADDRESS without gcsFaultToleranceOptions")
+    assert any(e.reason == "InvalidRayClusterSpec" and "RAY_REDIS_ADDRESS" in (e.message or "") for e in evs), \
+        (f"expected a Warning event with reason InvalidRayClusterSpec naming RAY_REDIS_ADDRESS, observed "
+         f"{[(e.reason, e.message) for e in evs]}")
+    pods = ray.cluster_pods(k8s, namespace, "redis-implicit")
+    assert not pods, f"an invalid RayCluster must not get Pods; observed {describe_pods(pods)}"

@@ -39,4 +39,7 @@ CASES = [
     # upgradeStrategy Recreate recreates only the head Pod, the workers keep the old template
     Case("recreate_replaces_all_pods_on_template_change", "must replace every Pod|the worker to be recreated",
          patch="raycluster-recreate-head-only"),
+    # RAY_REDIS_ADDRESS without gcsFaultToleranceOptions passes validation (Pods are created)
+    Case("redis_address_without_fault_tolerance_options_is_invalid", "Warning event about RAY_REDIS_ADDRESS",
+         patch="raycluster-redis-address-unchecked"),
 ]
