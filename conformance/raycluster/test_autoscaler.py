@@ -6,7 +6,7 @@ import pytest
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.raycluster import ray_job_must_succeed, workers_must_be_running_and_ready
 
-from .helpers import create_provisioned
+from .helpers import PodWatch, create_provisioned
 
 # Detached actors needing one CPU each: the head has none, so each needs a worker.
 CREATE = """
@@ -19,7 +19,15 @@ class Holder:
         return 'pong'
 
 hs = [Holder.options(name=f'holder-{{i}}', lifetime='detached').remote() for i in range({n})]
-print('PINGS', ray.get([h.ping.remote() for h in hs]))
+ready, _ = ray.wait([h.ping.remote() for h in hs], num_returns={ready}, timeout=900)
+print('PINGS', ray.get(ready))
+"""
+# What the autoscaler reported to the GCS: only autoscaler v2 reports its state (a version > 0); v1 never does.
+V2_STATE = """
+import ray
+from ray.autoscaler.v2.sdk import get_cluster_status
+ray.init()
+print('AUTOSCALER_STATE_VERSION', get_cluster_status(ray.get_runtime_context().gcs_address).stats.autoscaler_version)
 """
 KILL = """
 import ray
@@ -33,9 +41,11 @@ print('KILLED', {n})
 @pytest.mark.parametrize("version", [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
                                      pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))])
 def test_demand_scales_workers_up_and_idle_down(k8s, namespace, ray_version, timeouts, version):
-    """With in-tree autoscaling, the head Pod gets an autoscaler sidecar; Ray tasks that need more CPUs than the
-    cluster has add workers up to the group's maxReplicas, workers left idle are removed, and raising minReplicas
-    adds a worker without any demand."""
+    """With in-tree autoscaling, the head Pod gets an autoscaler sidecar; Ray actors that need more CPUs than the
+    cluster has add workers up to the group's maxReplicas and no further (demand for 3 workers, maxReplicas 2:
+    never more than 2 worker Pods), workers left idle are removed, and raising minReplicas adds a worker without
+    any demand. With autoscalerOptions.version v2 it is Ray's autoscaler v2 that runs: it reports its state to
+    the GCS, which the v1 autoscaler never does."""
     body = ray.sample("raycluster-autoscaler", ray_version)
     body["spec"]["autoscalerOptions"]["version"] = version
     name = body["metadata"]["name"]
@@ -45,12 +55,26 @@ def test_demand_scales_workers_up_and_idle_down(k8s, namespace, ray_version, tim
     assert "autoscaler" in containers or len(containers) > 1, \
         f"expected an autoscaler sidecar in the head Pod, containers: {containers}"
 
-    ray_job_must_succeed(k8s, namespace, svc, CREATE.format(n=2), timeouts.long)  # demand for 2 CPUs
-    workers_must_be_running_and_ready(k8s, namespace, name, 2, timeouts.long, what="the autoscaler to add 2 workers")
-    replicas = rc.get(name)["spec"]["workerGroupSpecs"][0]["replicas"]
-    assert replicas <= 2, f"the autoscaler must stay within maxReplicas=2; spec replicas={replicas}"
+    with PodWatch(k8s, namespace, name) as pods:
+        # demand for 3 CPUs, one worker each, in a group of at most 2
+        ray_job_must_succeed(k8s, namespace, svc, CREATE.format(n=3, ready=2), timeouts.long)
+        workers_must_be_running_and_ready(k8s, namespace, name, 2, timeouts.long,
+                                          what="the autoscaler to add 2 workers")
+        replicas = rc.get(name)["spec"]["workerGroupSpecs"][0]["replicas"]
+        assert replicas <= 2, f"the autoscaler must stay within maxReplicas=2; spec replicas={replicas}"
+        if version == "v2":
+            logs = ray_job_must_succeed(k8s, namespace, svc, V2_STATE, timeouts.medium)
+            reported = next((line.split()[1] for line in logs.splitlines()
+                             if line.startswith("AUTOSCALER_STATE_VERSION ")), None)
+            assert reported is not None and reported.isdigit() and int(reported) > 0, \
+                ("with autoscalerOptions.version v2, Ray's autoscaler v2 must run and report its state to the GCS "
+                 f"(autoscaler state version > 0); observed {reported!r} (v1 never reports one); logs: {logs[-500:]}")
+    pods.must_not_have_failed()
+    assert pods.peak <= 2, \
+        (f"with demand for 3 workers the group must stay capped at maxReplicas=2 worker Pods; observed {pods.peak} "
+         f"at once: {pods.summary()}")
 
-    ray_job_must_succeed(k8s, namespace, svc, KILL.format(n=2), timeouts.medium)  # demand gone
+    ray_job_must_succeed(k8s, namespace, svc, KILL.format(n=3), timeouts.medium)  # demand gone
     workers_must_be_running_and_ready(k8s, namespace, name, 0, timeouts.long,
                                       what="idle workers to be removed after the idle timeout")
 

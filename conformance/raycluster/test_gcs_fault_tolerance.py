@@ -12,7 +12,9 @@ from rayconformance.fixtures.expect.raycluster import (new_head_must_be_ready, r
                                                        raycluster_must_be_gone)
 from rayconformance.fixtures.expect.workloads import describe_pods, pod_must_finish
 
-from .helpers import create_provisioned
+from .helpers import WatchLog, create_provisioned
+
+FINALIZER = "ray.io/gcs-ft-redis-cleanup-finalizer"
 
 ACTOR_NS = "rayconformance"
 # Runs inside the Ray cluster as a Ray job (python -c); single quotes only, no shell metacharacters.
@@ -34,6 +36,19 @@ print('COUNTER', ray.get(c.inc.remote()))
 """
 CREATE = "Counter.options(name='counter', lifetime='detached', max_restarts=-1).remote()"
 GET = "ray.get_actor('counter')"
+
+
+def job_complete(job: dict) -> bool:
+    return any(c.get("type") == "Complete" and c.get("status") == "True"
+               for c in (job.get("status") or {}).get("conditions") or [])
+
+
+def deletion_step(kind: str, obj: dict) -> str:
+    """What a watch event of the deletion shows, in short."""
+    meta = obj["metadata"]
+    if kind == "Job":
+        return f"{meta['name']} {'Complete' if job_complete(obj) else 'running'}"
+    return f"{meta['name']} finalizers={meta.get('finalizers') or []}" + (" deleting" if meta.get("deletionTimestamp") else "")
 
 
 def counter_value(logs: str) -> int | None:
@@ -92,14 +107,31 @@ def test_detached_actor_survives_head_pod_deletion(k8s, namespace, ray_version, 
 
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
 def test_delete_cleans_redis_and_removes_cluster(k8s, namespace, ray_version, timeouts, redis):
-    """Deleting a RayCluster with GCS fault tolerance removes the RayCluster and cleans its data out of Redis."""
+    """Deleting a RayCluster with GCS fault tolerance keeps it, held by the operator's Redis cleanup finalizer,
+    until the operator's Redis cleanup Job has completed; only then is the RayCluster removed, and its data is
+    gone from Redis."""
     body = ray.sample("raycluster-gcs-ft", ray_version)
     name = body["metadata"]["name"]
     rc, _ = create_provisioned(k8s, namespace, body, timeouts.long)
     assert redis_dbsize(k8s, namespace, timeouts.medium) > 0, "the RayCluster's GCS wrote nothing to Redis"
 
-    rc.delete(name)
-    raycluster_must_be_gone(k8s, namespace, name, timeouts.long, after="its deletion (and its Redis cleanup)")
+    log = WatchLog().add("RayCluster", client.CustomObjectsApi(k8s).list_namespaced_custom_object, ray.GROUP,
+                         ray.VERSION, namespace, "rayclusters", field_selector=f"metadata.name={name}"
+                         ).add("Job", client.BatchV1Api(k8s).list_namespaced_job, namespace,
+                               label_selector=f"ray.io/cluster={name}")
+    with log:
+        rc.delete(name)
+        raycluster_must_be_gone(k8s, namespace, name, timeouts.long, after="its deletion (and its Redis cleanup)")
+    assert not log.errors, f"could not watch the deletion: {log.errors}"
+    timeline = log.timeline(deletion_step)
+    deleting = log.first("RayCluster", lambda typ, o: bool(o["metadata"].get("deletionTimestamp")))
+    assert deleting and FINALIZER in (deleting[3]["metadata"].get("finalizers") or []), \
+        f"the RayCluster being deleted must carry the finalizer {FINALIZER}; observed: {timeline}"
+    cleaned = log.first("Job", lambda typ, o: job_complete(o))
+    gone = log.first("RayCluster", lambda typ, o: typ == "DELETED")
+    assert cleaned and gone and cleaned[0] <= gone[0], \
+        (f"the RayCluster must stay until its Redis cleanup Job has completed, and only then go; observed "
+         f"{'no completed cleanup Job' if not cleaned else 'the RayCluster gone first'}: {timeline}")
     size = redis_dbsize(k8s, namespace, timeouts.medium)
     assert size == 0, f"deleting the RayCluster must clean its Redis storage: DBSIZE is {size}, expected 0"
 

@@ -9,7 +9,7 @@ CASES = [
     Case("head_and_workers_provisioned", r"Running\+Ready worker", patch="raycluster-provisioned-before-workers"),
     Case("suspend_and_resume", "RayClusterProvisioned=True", gates={"RayClusterStatusConditions": False}),
     Case("manual_scale_up_and_down", "scale up to 2", saboteur=stop_operator_when(provisioned)),
-    Case("delete_cleans_redis_and_removes_cluster", "DBSIZE", env={"ENABLE_GCS_FT_REDIS_CLEANUP": "false"}),
+    Case("delete_cleans_redis_and_removes_cluster", "DBSIZE|must carry the finalizer", env={"ENABLE_GCS_FT_REDIS_CLEANUP": "false"}),
     Case("detached_actor_survives_head_pod_deletion", "keep its state",
          samples={"raycluster-gcs-ft": set_field(["spec", "gcsFaultToleranceOptions"], None)}),
     Case("invalid_configuration_gets_warning_event", "Warning event", saboteur=stop_operator_when(namespace_created)),
@@ -42,4 +42,10 @@ CASES = [
     # RAY_REDIS_ADDRESS without gcsFaultToleranceOptions passes validation (Pods are created)
     Case("redis_address_without_fault_tolerance_options_is_invalid", "Warning event about RAY_REDIS_ADDRESS",
          patch="raycluster-redis-address-unchecked"),
+    # the Redis cleanup finalizer is removed as soon as the cleanup Job is created, not once it has completed
+    Case("delete_cleans_redis_and_removes_cluster", "must stay until its Redis cleanup Job has completed",
+         patch="raycluster-finalizer-before-cleanup"),
+    # autoscalerOptions.version v2 runs autoscaler v1 (RAY_enable_autoscaler_v2=false on the head)
+    Case("demand_scales_workers_up_and_idle_down[v2]", "autoscaler v2 must run",
+         patch="raycluster-autoscaler-v2-runs-v1"),
 ]
