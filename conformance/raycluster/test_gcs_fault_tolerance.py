@@ -175,3 +175,28 @@ def test_redis_address_without_fault_tolerance_options_is_invalid(k8s, namespace
          f"{[(e.reason, e.message) for e in evs]}")
     pods = ray.cluster_pods(k8s, namespace, "redis-implicit")
     assert not pods, f"an invalid RayCluster must not get Pods; observed {describe_pods(pods)}"
+
+
+@pytest.mark.feature("RayClusterGCSFaultTolerance")
+def test_deprecated_annotation_enables_fault_tolerance(k8s, namespace, ray_version, timeouts, redis):
+    """The deprecated way of turning on GCS fault tolerance still works: a RayCluster annotated
+    ray.io/ft-enabled=true whose head names the Redis in RAY_REDIS_ADDRESS comes up with its head Pod marked
+    fault tolerant (ray.io/ft-enabled=true, a Redis storage namespace), its GCS keeps its state in that Redis,
+    and deleting the cluster cleans that state out of Redis."""
+    body = ray.sample("raycluster-gcs-ft-annotation", ray_version)
+    name = body["metadata"]["name"]
+    rc, obj = create_provisioned(k8s, namespace, body, timeouts.long)
+    assert FINALIZER in (obj["metadata"].get("finalizers") or []), \
+        f"the RayCluster must get the Redis cleanup finalizer {FINALIZER}; observed {obj['metadata'].get('finalizers')}"
+    head = ray.cluster_pods(k8s, namespace, name, "head")[0]
+    notes = head.metadata.annotations or {}
+    assert notes.get("ray.io/ft-enabled") == "true" and notes.get("ray.io/external-storage-namespace"), \
+        ("the head Pod must be annotated ray.io/ft-enabled=true with a ray.io/external-storage-namespace; observed "
+         f"{ {k: v for k, v in notes.items() if k.startswith('ray.io/')} }")
+    size = redis_dbsize(k8s, namespace, timeouts.medium)
+    assert size > 0, f"the GCS must keep its state in Redis (DBSIZE > 0); observed DBSIZE {size}"
+
+    rc.delete(name)
+    raycluster_must_be_gone(k8s, namespace, name, timeouts.long, after="its deletion (and its Redis cleanup)")
+    size = redis_dbsize(k8s, namespace, timeouts.medium)
+    assert size == 0, f"deleting the RayCluster must clean its Redis storage: DBSIZE is {size}, expected 0"

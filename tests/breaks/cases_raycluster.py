@@ -21,27 +21,31 @@ CASES = [
     Case("gpu_worker_group_gets_a_gpu", "must count the worker's GPU",
          samples={"raycluster-gpu": set_field(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-gpus"], "0")},
          timeout_scale=0.6),  # the probe job itself waits up to 3 minutes for a GPU
+    # patched operators (tests/breaks/patches/<patch>.patch against KubeRay v1.6.1) doing the wrong thing:
     # a Pod creation refused by a quota is not reported as ReplicaFailure
     Case("pod_quota_reports_replica_failure_until_lifted", "ReplicaFailure=True/FailedCreateHeadPod",
          patch="raycluster-no-replica-failure"),
     # RayClusterProvisioned follows the Pods' readiness after the first time (turns False while the head is replaced)
     Case("head_pod_loss_turns_head_pod_ready_false", "RayClusterProvisioned must stay True",
          patch="raycluster-provisioned-follows-pods"),
+    # every worker group gets one Pod more than its replicas
+    Case("scaling_creates_no_redundant_pods", "expected at most 6 live worker Pods",
+         patch="raycluster-one-worker-too-many"),
     # workersToDelete deletes another worker of the group instead of the named one
     Case("workers_to_delete_removes_exactly_the_named_pod", r"workersToDelete=\[.*\] with replicas 2 to delete exactly",
          patch="raycluster-delete-wrong-worker"),
     # spec.managedBy is ignored: the operator reconciles a cluster another controller manages
     Case("cluster_managed_by_another_controller_is_left_alone", "must get no (Pods|Services|status)",
          patch="raycluster-ignore-managed-by"),
-    # every worker group gets one Pod more than its replicas
-    Case("scaling_creates_no_redundant_pods", "expected at most 6 live worker Pods",
-         patch="raycluster-one-worker-too-many"),
     # upgradeStrategy Recreate recreates only the head Pod, the workers keep the old template
     Case("recreate_replaces_all_pods_on_template_change", "must replace every Pod|the worker to be recreated",
          patch="raycluster-recreate-head-only"),
     # RAY_REDIS_ADDRESS without gcsFaultToleranceOptions passes validation (Pods are created)
     Case("redis_address_without_fault_tolerance_options_is_invalid", "Warning event about RAY_REDIS_ADDRESS",
          patch="raycluster-redis-address-unchecked"),
+    # the deprecated ray.io/ft-enabled annotation no longer enables GCS fault tolerance
+    Case("deprecated_annotation_enables_fault_tolerance", "to be provisioned",
+         patch="raycluster-ft-annotation-ignored"),
     # the Redis cleanup finalizer is removed as soon as the cleanup Job is created, not once it has completed
     Case("delete_cleans_redis_and_removes_cluster", "must stay until its Redis cleanup Job has completed",
          patch="raycluster-finalizer-before-cleanup"),
