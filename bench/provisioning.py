@@ -100,7 +100,7 @@ def _free_port() -> int:
 
 
 def bare_once(ray_bin: Path, image_env: dict[str, str]) -> dict[str, float]:
-    """`ray start --head` and one worker, each in its own PID namespace so stopping them touches nothing else; with
+    """`ray start --head` and one worker, each in its own PID namespace (with its own /proc, as Ray reads its own processes there) so stopping them touches nothing else; with
     the environment the cluster's Ray image gives its containers (`image_env`), as the head Pod has it."""
     tmp = Path(tempfile.mkdtemp(prefix="rc-bare-", dir="/tmp"))
     gcs, dash = _free_port(), _free_port()
@@ -113,7 +113,7 @@ def bare_once(ray_bin: Path, image_env: dict[str, str]) -> dict[str, float]:
     procs, seen = [], {}
     t0 = time.monotonic()
     try:
-        procs.append(subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", *head_cmd], env=env,
+        procs.append(subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", *head_cmd], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         while b"success" not in (_get(f"http://127.0.0.1:{dash}/api/gcs_healthz") or b""):
             if time.monotonic() - t0 > TIMEOUT:
@@ -121,7 +121,7 @@ def bare_once(ray_bin: Path, image_env: dict[str, str]) -> dict[str, float]:
             time.sleep(POLL)
         seen["GCS healthy"] = round(time.monotonic() - t0, 2)
         t1 = time.monotonic()
-        procs.append(subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", *worker_cmd], env=env,
+        procs.append(subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", *worker_cmd], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         while True:
             body = _get(f"http://127.0.0.1:{dash}/nodes?view=summary")
