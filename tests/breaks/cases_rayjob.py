@@ -99,7 +99,7 @@ CASES = [
     # InteractiveMode given a job id of the operator's own
     Case("interactive_mode_waits_for_job_id", "must not have one of its own",
          patch="rayjob-interactive-generates-job-id"),
-    # shutdownAfterJobFinishes applied to the RayCluster chosen by clusterSelector
+    # shutdownAfterJobFinishes applied to the RayCluster chosen by clusterSelector (both of v1.6.1's guards removed)
     Case("cluster_selector_runs_on_existing_cluster", "RayCluster basic to remain after a RayJob",
          patch="rayjob-deletes-selected-cluster"),
     # ttlSecondsAfterFinished read as 0: the RayCluster goes as soon as the job ends
