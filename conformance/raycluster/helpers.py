@@ -8,7 +8,7 @@ import time
 from kubernetes import client
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.listwatch import ListWatch
+from rayconformance.fixtures.listwatch import ListWatch, Watching
 from rayconformance.fixtures.expect.raycluster import raycluster_must_be_provisioned
 
 
@@ -21,7 +21,7 @@ def create_provisioned(api: client.ApiClient, namespace: str, body: dict, timeou
     return rc, raycluster_must_be_provisioned(api, namespace, body["metadata"]["name"], timeout)
 
 
-class PodWatch:
+class PodWatch(Watching):
     """Every change to one RayCluster's Pods of one node type, seen through the watch API from the moment it is
     started (start it before creating the RayCluster to see every Pod ever created). Use as a context manager.
 
@@ -39,17 +39,6 @@ class PodWatch:
         self.peak, self.peak_pods = 0, []
         self.watch = ListWatch(self._see, client.CoreV1Api(api).list_namespaced_pod, namespace,
                                label_selector=self.selector)
-
-    def __enter__(self) -> "PodWatch":
-        self.watch.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.watch.stop()
-
-    @property
-    def error(self) -> str | None:
-        return self.watch.error
 
     def _see(self, kind: str, pod: dict) -> None:
         uid, name = pod["metadata"]["uid"], pod["metadata"]["name"]
@@ -81,7 +70,7 @@ class PodWatch:
         assert self.error is None, f"could not watch the Pods ({self.selector}): {self.error}"
 
 
-class ConditionWatch:
+class ConditionWatch(Watching):
     """Every version of one RayCluster's status conditions, seen through the watch API from the moment it is
     started (what existed before is not a version). Use as a context manager; `versions` lists
     `{type: (status, reason)}` in the order observed."""
@@ -91,17 +80,6 @@ class ConditionWatch:
         self.watch = ListWatch(self._see, client.CustomObjectsApi(api).list_namespaced_custom_object, ray.GROUP,
                                ray.VERSION, namespace, "rayclusters", field_selector=f"metadata.name={name}",
                                listed=False)
-
-    def __enter__(self) -> "ConditionWatch":
-        self.watch.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.watch.stop()
-
-    @property
-    def error(self) -> str | None:
-        return self.watch.error
 
     def _see(self, kind: str, obj: dict) -> None:
         conds = (obj.get("status") or {}).get("conditions") or []

@@ -6,7 +6,7 @@ import threading
 import time
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.listwatch import ListWatch
+from rayconformance.fixtures.listwatch import ListWatch, Watching
 from rayconformance.fixtures.expect.raycluster import raycluster_must_be_gone
 from rayconformance.fixtures.expect.rayservice import rayservice_must_be_ready, rayservice_must_switch
 from rayconformance.fixtures.expect.traffic import answers_must_come_from, load_generator_must_get_answers
@@ -88,7 +88,7 @@ class Version:
         self.t, self.at, self.type, self.obj = t, at, type_, obj
 
 
-class ObjectWatch:
+class ObjectWatch(Watching):
     """Every version of the ray.io objects of one kind (`plural`) in a namespace (or of the one named `name`),
     seen through the watch API from the moment it is started. Use as a context manager.
 
@@ -109,15 +109,7 @@ class ObjectWatch:
 
     def __enter__(self) -> "ObjectWatch":
         self.start = self.clock()
-        self.watch.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.watch.stop()
-
-    @property
-    def error(self) -> str | None:
-        return self.watch.error
+        return super().__enter__()
 
     def now(self) -> float:
         return self.clock() - self.start
