@@ -94,9 +94,13 @@ class ObjectWatch(Watching):
 
     `first(holds, within)` waits for a version for which `holds(version)` is true (seen already, or arriving
     within `within` seconds from now or from `since_at`) and returns it, or None when the window ends
-    without one: how a test watches a fixed window for something that must not happen."""
+    without one: how a test watches a fixed window for something that must not happen.
 
-    def __init__(self, api, namespace: str, plural: str, name: str | None = None):
+    A watch that can no longer go on from its last version (HTTP 410, e.g. after the CRD was replaced) is an
+    error, unless `relist`: then what exists is listed again (versions of type RELISTED, an object gone since
+    as DELETED) and the watch goes on from there."""
+
+    def __init__(self, api, namespace: str, plural: str, name: str | None = None, relist: bool = False):
         from kubernetes import client
 
         self.ns, self.plural = namespace, plural
@@ -105,11 +109,15 @@ class ObjectWatch(Watching):
         self.clock = time.monotonic
         selector = {"field_selector": f"metadata.name={name}"} if name else {}
         self.watch = ListWatch(self._see, client.CustomObjectsApi(api).list_namespaced_custom_object, ray.GROUP,
-                               ray.VERSION, namespace, plural, **selector)
+                               ray.VERSION, namespace, plural, relist=relist, **selector)
 
     def __enter__(self) -> "ObjectWatch":
         self.start = self.clock()
         return super().__enter__()
+
+    @property
+    def relists(self) -> int:
+        return self.watch.relists
 
     def now(self) -> float:
         return self.clock() - self.start

@@ -89,3 +89,38 @@ def test_typed_objects_are_handed_over_as_api_dicts():
     with lw:
         settled(streams, lw)
     assert seen == [{"metadata": {"name": "p", "resourceVersion": "11", "uid": "u1"}}]
+
+
+class Lists:
+    """A list function answering the lists given, one per call (an exception is raised)."""
+
+    def __init__(self, *lists):
+        self.lists = list(lists)
+
+    def __call__(self, *args, **kwargs):
+        items = self.lists.pop(0)
+        if isinstance(items, Exception):
+            raise items
+        return {"items": items, "metadata": {"resourceVersion": str(100 + len(self.lists))}}
+
+
+def test_with_relist_an_expired_version_lists_again_and_reports_what_went():
+    seen = []
+    streams = Streams(([{"type": "ERROR", "object": {"code": 410, "message": "too old", "metadata": {}}}], None),
+                      ([{"type": "ADDED", "object": obj("d", "7")}], None))
+    lw = ListWatch(lambda kind, o: seen.append((kind, o["metadata"]["name"])),
+                   Lists([obj("a", "1"), obj("b", "2")], RuntimeError("the CRD is being replaced"),
+                         [obj("a", "5"), obj("c", "6")]),
+                   relist=True, stream=streams, wait=lambda ev, s: None)
+    with lw:
+        settled(streams, lw)
+    assert seen == [("LISTED", "a"), ("LISTED", "b"), ("DELETED", "b"), ("RELISTED", "a"), ("RELISTED", "c"),
+                    ("ADDED", "d")]
+    assert lw.error is None and lw.relists == 1 and streams.calls[1][1] == "100"
+
+
+def test_relisting_gives_up_when_the_watch_is_stopped():
+    lw = ListWatch(lambda kind, o: None, Lists([obj("a", "1")], RuntimeError("down")), relist=True,
+                   stream=Streams(), wait=lambda ev, s: ev.set())
+    lw._list("LISTED")
+    assert lw._expired("410 Gone") is False and lw.relists == 0
