@@ -1,9 +1,14 @@
-"""The one step most RayCluster tests start with: create a RayCluster and wait until it is provisioned."""
+"""The one step most RayCluster tests start with (create a RayCluster and wait until it is provisioned), and what
+they watch: a cluster's Pods, its conditions, several lists at once (all on `fixtures.listwatch`)."""
 from __future__ import annotations
+
+import threading
+import time
 
 from kubernetes import client
 
 from rayconformance.fixtures import ray
+from rayconformance.fixtures.listwatch import ListWatch, Watching
 from rayconformance.fixtures.expect.raycluster import raycluster_must_be_provisioned
 
 
@@ -16,7 +21,7 @@ def create_provisioned(api: client.ApiClient, namespace: str, body: dict, timeou
     return rc, raycluster_must_be_provisioned(api, namespace, body["metadata"]["name"], timeout)
 
 
-class PodWatch:
+class PodWatch(Watching):
     """Every change to one RayCluster's Pods of one node type, seen through the watch API from the moment it is
     started (start it before creating the RayCluster to see every Pod ever created). Use as a context manager.
 
@@ -25,71 +30,30 @@ class PodWatch:
     `peak_pods` which ones they were."""
 
     def __init__(self, api: client.ApiClient, namespace: str, cluster: str, node_type: str = "worker"):
-        import threading
-
-        self.core = client.CoreV1Api(api)
-        self.ns, self.selector = namespace, f"ray.io/cluster={cluster},ray.io/node-type={node_type}"
+        self.selector = f"ray.io/cluster={cluster},ray.io/node-type={node_type}"
         self.lock = threading.Lock()
         self.live: dict[str, str] = {}  # uid -> name
         self.names: dict[str, str] = {}  # uid -> name, every Pod seen
         self.created: list[str] = []  # uids, in order of first sight
         self.deleted: list[str] = []  # uids, in order of deletion
         self.peak, self.peak_pods = 0, []
-        self.error: str | None = None
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.watch = ListWatch(self._see, client.CoreV1Api(api).list_namespaced_pod, namespace,
+                               label_selector=self.selector)
 
-    def __enter__(self) -> "PodWatch":
-        pods = self.core.list_namespaced_pod(self.ns, label_selector=self.selector)
-        for p in pods.items:
-            self._see("ADDED", p)
-        self.rv = pods.metadata.resource_version
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        self.thread.join(10)
-
-    def _see(self, kind: str, pod) -> None:
-        uid, name = pod.metadata.uid, pod.metadata.name
+    def _see(self, kind: str, pod: dict) -> None:
+        uid, name = pod["metadata"]["uid"], pod["metadata"]["name"]
         with self.lock:
             if uid not in self.names:
                 self.names[uid] = name
                 self.created.append(uid)
-            if kind == "DELETED" or pod.metadata.deletion_timestamp:
-                if uid in self.live or uid not in self.deleted:
-                    self.live.pop(uid, None)
-                    if uid not in self.deleted:
-                        self.deleted.append(uid)
+            if kind == "DELETED" or pod["metadata"].get("deletionTimestamp"):
+                self.live.pop(uid, None)
+                if uid not in self.deleted:
+                    self.deleted.append(uid)
             else:
                 self.live[uid] = name
             if len(self.live) > self.peak:
                 self.peak, self.peak_pods = len(self.live), sorted(self.live.values())
-
-    def _run(self) -> None:
-        from kubernetes import watch
-
-        while not self.stop.is_set():
-            w = watch.Watch()
-            try:
-                for ev in w.stream(self.core.list_namespaced_pod, self.ns, label_selector=self.selector,
-                                   resource_version=self.rv, timeout_seconds=5, allow_watch_bookmarks=False):
-                    obj = ev["object"]
-                    if ev["type"] == "ERROR":
-                        self.error = f"the watch ended with an error: {obj}"
-                        return
-                    self.rv = obj.metadata.resource_version
-                    self._see(ev["type"], obj)
-                    if self.stop.is_set():
-                        break
-            except Exception as e:  # noqa: BLE001 - a dropped connection: watch again from the last version
-                if "410" in str(e) or "Gone" in str(e):
-                    self.error = f"the watch lost events (resource version expired): {e}"
-                    return
-                self.stop.wait(0.5)
-            finally:
-                w.stop()
 
     def live_names(self) -> list[str]:
         with self.lock:
@@ -106,56 +70,20 @@ class PodWatch:
         assert self.error is None, f"could not watch the Pods ({self.selector}): {self.error}"
 
 
-class ConditionWatch:
+class ConditionWatch(Watching):
     """Every version of one RayCluster's status conditions, seen through the watch API from the moment it is
-    started. Use as a context manager; `versions` lists `{type: (status, reason)}` in the order observed."""
+    started (what existed before is not a version). Use as a context manager; `versions` lists
+    `{type: (status, reason)}` in the order observed."""
 
     def __init__(self, api: client.ApiClient, namespace: str, name: str):
-        import threading
-
-        self.co = client.CustomObjectsApi(api)
-        self.ns, self.name = namespace, name
         self.versions: list[dict[str, tuple[str, str]]] = []
-        self.error: str | None = None
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.watch = ListWatch(self._see, client.CustomObjectsApi(api).list_namespaced_custom_object, ray.GROUP,
+                               ray.VERSION, namespace, "rayclusters", field_selector=f"metadata.name={name}",
+                               listed=False)
 
-    def __enter__(self) -> "ConditionWatch":
-        self.rv = self.co.list_namespaced_custom_object(ray.GROUP, ray.VERSION, self.ns, "rayclusters",
-                                                        field_selector=f"metadata.name={self.name}"
-                                                        )["metadata"]["resourceVersion"]
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        self.thread.join(10)
-
-    def _run(self) -> None:
-        from kubernetes import watch
-
-        while not self.stop.is_set():
-            w = watch.Watch()
-            try:
-                for ev in w.stream(self.co.list_namespaced_custom_object, ray.GROUP, ray.VERSION, self.ns,
-                                   "rayclusters", field_selector=f"metadata.name={self.name}",
-                                   resource_version=self.rv, timeout_seconds=5):
-                    obj = ev["object"]
-                    if ev["type"] == "ERROR":
-                        self.error = f"the watch ended with an error: {obj}"
-                        return
-                    self.rv = obj["metadata"]["resourceVersion"]
-                    conds = (obj.get("status") or {}).get("conditions") or []
-                    self.versions.append({c["type"]: (c["status"], c.get("reason") or "") for c in conds})
-                    if self.stop.is_set():
-                        break
-            except Exception as e:  # noqa: BLE001 - a dropped connection: watch again from the last version
-                if "410" in str(e) or "Gone" in str(e):
-                    self.error = f"the watch lost events (resource version expired): {e}"
-                    return
-                self.stop.wait(0.5)
-            finally:
-                w.stop()
+    def _see(self, kind: str, obj: dict) -> None:
+        conds = (obj.get("status") or {}).get("conditions") or []
+        self.versions.append({c["type"]: (c["status"], c.get("reason") or "") for c in conds})
 
     def seen(self, ctype: str) -> list[tuple[str, str]]:
         """`(status, reason)` of `ctype` in each observed version, `("absent", "")` where it was missing."""
@@ -168,62 +96,30 @@ class WatchLog:
     manager. The order of events of different lists is the order this process saw them in."""
 
     def __init__(self):
-        import threading
-
         self.lock = threading.Lock()
         self.entries: list[tuple[float, str, str, dict]] = []
-        self.errors: list[str] = []
-        self.stop = threading.Event()
-        self.streams: list[tuple[str, object, tuple, dict]] = []
-        self.threads: list = []
+        self.watches: list[tuple[str, ListWatch]] = []
 
     def add(self, label: str, fn, *args, **kwargs) -> "WatchLog":
-        self.streams.append((label, fn, args, kwargs))
+        def see(kind: str, obj: dict) -> None:
+            with self.lock:
+                self.entries.append((time.monotonic(), label, kind, obj))
+
+        self.watches.append((label, ListWatch(see, fn, *args, listed=False, **kwargs)))
         return self
 
     def __enter__(self) -> "WatchLog":
-        import threading
-
-        for label, fn, args, kwargs in self.streams:
-            listed = fn(*args, **kwargs)
-            rv = listed["metadata"]["resourceVersion"] if isinstance(listed, dict) else listed.metadata.resource_version
-            t = threading.Thread(target=self._run, args=(label, fn, args, kwargs, rv), daemon=True)
-            self.threads.append(t)
-            t.start()
+        for _, w in self.watches:
+            w.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.stop.set()
-        for t in self.threads:
-            t.join(10)
+        for _, w in self.watches:
+            w.stop()
 
-    def _run(self, label, fn, args, kwargs, rv) -> None:
-        import time
-
-        from kubernetes import watch
-
-        api = client.ApiClient()
-        while not self.stop.is_set():
-            w = watch.Watch()
-            try:
-                for ev in w.stream(fn, *args, resource_version=rv, timeout_seconds=5, **kwargs):
-                    obj = ev["object"]
-                    obj = obj if isinstance(obj, dict) else api.sanitize_for_serialization(obj)
-                    if ev["type"] == "ERROR":
-                        self.errors.append(f"{label}: the watch ended with an error: {obj}")
-                        return
-                    rv = obj["metadata"]["resourceVersion"]
-                    with self.lock:
-                        self.entries.append((time.monotonic(), label, ev["type"], obj))
-                    if self.stop.is_set():
-                        break
-            except Exception as e:  # noqa: BLE001 - a dropped connection: watch again from the last version
-                if "410" in str(e) or "Gone" in str(e):
-                    self.errors.append(f"{label}: the watch lost events (resource version expired): {e}")
-                    return
-                self.stop.wait(0.5)
-            finally:
-                w.stop()
+    @property
+    def errors(self) -> list[str]:
+        return [f"{label}: {w.error}" for label, w in self.watches if w.error]
 
     def first(self, label: str, pred) -> tuple[float, str, str, dict] | None:
         """The first entry of `label` whose (event type, object) satisfies `pred`."""

@@ -2,7 +2,11 @@
 generator through it (its clock, the upgrade's steps on that clock, its final statistics)."""
 from __future__ import annotations
 
+import threading
+import time
+
 from rayconformance.fixtures import ray
+from rayconformance.fixtures.listwatch import ListWatch, Watching
 from rayconformance.fixtures.expect.raycluster import raycluster_must_be_gone
 from rayconformance.fixtures.expect.rayservice import rayservice_must_be_ready, rayservice_must_switch
 from rayconformance.fixtures.expect.traffic import answers_must_come_from, load_generator_must_get_answers
@@ -84,44 +88,36 @@ class Version:
         self.t, self.at, self.type, self.obj = t, at, type_, obj
 
 
-class ObjectWatch:
+class ObjectWatch(Watching):
     """Every version of the ray.io objects of one kind (`plural`) in a namespace (or of the one named `name`),
     seen through the watch API from the moment it is started. Use as a context manager.
 
     `first(holds, within)` waits for a version for which `holds(version)` is true (seen already, or arriving
     within `within` seconds from now or from `since_at`) and returns it, or None when the window ends
-    without one: how a test watches a fixed window for something that must not happen."""
+    without one: how a test watches a fixed window for something that must not happen.
 
-    def __init__(self, api, namespace: str, plural: str, name: str | None = None):
-        import threading
-        import time
+    A watch that can no longer go on from its last version (HTTP 410, e.g. after the CRD was replaced) is an
+    error, unless `relist`: then what exists is listed again (versions of type RELISTED, an object gone since
+    as DELETED) and the watch goes on from there."""
 
+    def __init__(self, api, namespace: str, plural: str, name: str | None = None, relist: bool = False):
         from kubernetes import client
 
-        self.co = client.CustomObjectsApi(api)
-        self.ns, self.plural, self.name = namespace, plural, name
+        self.ns, self.plural = namespace, plural
         self.versions: list[Version] = []
-        self.error: str | None = None
         self.changed = threading.Condition()
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
         self.clock = time.monotonic
-
-    def _selector(self) -> dict:
-        return {"field_selector": f"metadata.name={self.name}"} if self.name else {}
+        selector = {"field_selector": f"metadata.name={name}"} if name else {}
+        self.watch = ListWatch(self._see, client.CustomObjectsApi(api).list_namespaced_custom_object, ray.GROUP,
+                               ray.VERSION, namespace, plural, relist=relist, **selector)
 
     def __enter__(self) -> "ObjectWatch":
         self.start = self.clock()
-        listed = self.co.list_namespaced_custom_object(ray.GROUP, ray.VERSION, self.ns, self.plural, **self._selector())
-        for o in listed["items"]:
-            self._see("LISTED", o)
-        self.rv = listed["metadata"]["resourceVersion"]
-        self.thread.start()
-        return self
+        return super().__enter__()
 
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        self.thread.join(10)
+    @property
+    def relists(self) -> int:
+        return self.watch.relists
 
     def now(self) -> float:
         return self.clock() - self.start
@@ -131,30 +127,6 @@ class ObjectWatch:
             at = self.clock()
             self.versions.append(Version(at - self.start, at, kind, obj))
             self.changed.notify_all()
-
-    def _run(self) -> None:
-        from kubernetes import watch
-
-        while not self.stop.is_set():
-            w = watch.Watch()
-            try:
-                for ev in w.stream(self.co.list_namespaced_custom_object, ray.GROUP, ray.VERSION, self.ns,
-                                   self.plural, resource_version=self.rv, timeout_seconds=5, **self._selector()):
-                    obj = ev["object"]
-                    if ev["type"] == "ERROR":
-                        self.error = f"the watch ended with an error: {obj}"
-                        return
-                    self.rv = obj["metadata"]["resourceVersion"]
-                    self._see(ev["type"], obj)
-                    if self.stop.is_set():
-                        break
-            except Exception as e:  # noqa: BLE001 - a dropped connection: watch again from the last version
-                if "410" in str(e) or "Gone" in str(e):
-                    self.error = f"the watch lost events (resource version expired): {e}"
-                    return
-                self.stop.wait(0.5)
-            finally:
-                w.stop()
 
     def snapshot(self) -> list[Version]:
         with self.changed:
