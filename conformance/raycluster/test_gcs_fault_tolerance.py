@@ -8,8 +8,8 @@ from kubernetes import client
 
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.events import warning_events_must_be_recorded
-from rayconformance.fixtures.expect.raycluster import (new_head_must_be_ready, ray_job_must_succeed,
-                                                       raycluster_must_be_gone)
+from rayconformance.fixtures.expect.raycluster import (head_must_restart_in_place, head_restarts, new_head_must_be_ready,
+                                                       ray_job_must_succeed, raycluster_must_be_gone)
 from rayconformance.fixtures.expect.workloads import describe_pods, pod_must_finish
 
 from .helpers import WatchLog, create_provisioned
@@ -103,6 +103,53 @@ def test_detached_actor_survives_head_pod_deletion(k8s, namespace, ray_version, 
                              f"but the job looking it up did not succeed: {e}") from None
     assert counter_value(logs) == 2, \
         f"the detached actor must keep its state across the head failure (expected 2), observed {counter_value(logs)}"
+
+
+# Runs on the head as a Ray job: kills the head's GCS server process (single quotes only).
+KILL_GCS = """
+import os, signal
+for pid in [p for p in os.listdir('/proc') if p.isdigit()]:
+    try:
+        comm = open('/proc/' + pid + '/comm').read().strip()
+    except OSError:
+        continue
+    if comm == 'gcs_server':
+        print('KILLING', pid, flush=True)
+        os.kill(int(pid), signal.SIGKILL)
+"""
+
+
+@pytest.mark.feature("RayClusterGCSFaultTolerance")
+def test_gcs_crash_inside_head_keeps_detached_actor(k8s, namespace, ray_version, timeouts, redis):
+    """With GCS fault tolerance, when the GCS process inside the head crashes, the head's Ray container restarts
+    in the same Pod (the operator does not replace the Pod), the worker stays, and a detached actor keeps its
+    state: its GCS comes back from Redis."""
+    body = ray.sample("raycluster-gcs-ft", ray_version)
+    name = body["metadata"]["name"]
+    _, obj = create_provisioned(k8s, namespace, body, timeouts.long)
+    svc = obj["status"]["head"]["serviceName"]
+    head = ray.cluster_pods(k8s, namespace, name, "head")[0]
+    worker_uids = sorted(p.metadata.uid for p in ray.cluster_pods(k8s, namespace, name, "worker"))
+
+    # step 1: a detached actor with state
+    logs = ray_job_must_succeed(k8s, namespace, svc, INCREMENT.format(ns=ACTOR_NS, get=CREATE), timeouts.long)
+    assert counter_value(logs) == 1, f"first increment of the detached actor printed {counter_value(logs)}; logs: {logs[-500:]}"
+
+    # step 2: the GCS process dies inside the head; its container restarts in the same Pod
+    code, answer = ray.submit_job(k8s, namespace, svc, f'python -c "{KILL_GCS}"', f"rc-kill-gcs-{uuid.uuid4().hex[:6]}")
+    assert code == 200, f"the Jobs API refused the job that stops the GCS: HTTP {code} {answer[:300]}"
+    head_must_restart_in_place(k8s, namespace, name, head.metadata.uid, head_restarts(head), timeouts.long)
+
+    # step 3: the worker stayed, and the detached actor kept its state
+    workers = sorted(p.metadata.uid for p in ray.cluster_pods(k8s, namespace, name, "worker"))
+    assert workers == worker_uids, f"the worker Pods must stay through a GCS restart: before {worker_uids}, after {workers}"
+    try:
+        logs = ray_job_must_succeed(k8s, namespace, svc, INCREMENT.format(ns=ACTOR_NS, get=GET), timeouts.long)
+    except AssertionError as e:
+        raise AssertionError(f"the detached actor must survive the GCS crash and keep its state (expected 2), "
+                             f"but the job looking it up did not succeed: {e}") from None
+    assert counter_value(logs) == 2, \
+        f"the detached actor must keep its state across the GCS crash (expected 2), observed {counter_value(logs)}"
 
 
 @pytest.mark.feature("RayClusterGCSFaultTolerance")

@@ -12,6 +12,9 @@ CASES = [
     Case("delete_cleans_redis_and_removes_cluster", "DBSIZE|must carry the finalizer", env={"ENABLE_GCS_FT_REDIS_CLEANUP": "false"}),
     Case("detached_actor_survives_head_pod_deletion", "keep its state",
          samples={"raycluster-gcs-ft": set_field(["spec", "gcsFaultToleranceOptions"], None)}),
+    # without GCS fault tolerance the restarted GCS starts empty: the detached actor is gone
+    Case("gcs_crash_inside_head_keeps_detached_actor", "keep its state|worker Pods must stay",
+         samples={"raycluster-gcs-ft": set_field(["spec", "gcsFaultToleranceOptions"], None)}),
     Case("invalid_configuration_gets_warning_event", "Warning event", saboteur=stop_operator_when(namespace_created)),
     Case("demand_scales_workers_up_and_idle_down[v1]", "autoscaler",
          samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
@@ -49,6 +52,9 @@ CASES = [
     # the Redis cleanup finalizer is removed as soon as the cleanup Job is created, not once it has completed
     Case("delete_cleans_redis_and_removes_cluster", "must stay until its Redis cleanup Job has completed",
          patch="raycluster-finalizer-before-cleanup"),
+    # the operator replaces a head Pod whose Ray container restarted (instead of letting it restart in place)
+    Case("gcs_crash_inside_head_keeps_detached_actor", "restart inside the same head Pod",
+         patch="raycluster-replaces-restarted-head"),
     # autoscalerOptions.version v2 runs autoscaler v1 (RAY_enable_autoscaler_v2=false on the head)
     Case("demand_scales_workers_up_and_idle_down[v2]", "autoscaler v2 must run",
          patch="raycluster-autoscaler-v2-runs-v1"),
