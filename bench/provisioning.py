@@ -39,12 +39,20 @@ STEPS = ("head Pod created", "head scheduled", "head container started", "GCS he
          "worker Ready", "operator reports ready")
 
 
+TRACE: list[str] | None = None  # with --trace: each poll of the head's GCS health, to see where the time goes
+
+
 def _get(url: str, timeout: float = 1.0) -> bytes | None:
+    t = time.monotonic()
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.read()
-    except OSError:
-        return None
+            body = r.read()
+            outcome = body[:40].decode(errors="replace")
+    except OSError as e:
+        body, outcome = None, f"{type(e).__name__}: {getattr(e, 'reason', e)}"
+    if TRACE is not None:
+        TRACE.append(f"{t:.2f} +{time.monotonic() - t:.2f}s {url} {outcome}")
+    return body
 
 
 def _ready(pod) -> bool:
@@ -59,6 +67,8 @@ def provision_once(api, ns: str, ray_version: str) -> dict[str, float]:
     seen: dict[str, float] = {}
     t0 = time.monotonic()
     rc.create(body)
+    if TRACE is not None:
+        TRACE.append(f"{t0:.2f} RayCluster {name} created")
 
     def mark(step: str, cond: bool) -> None:
         if cond and step not in seen:
@@ -146,7 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cluster")
     ap.add_argument("--operator-profile", default="kuberay-v1.6.1")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--trace", action="store_true", help="print every poll of the head Pod's GCS health")
     a = ap.parse_args(argv)
+    global TRACE
+    TRACE = [] if a.trace else None
     profile = profiles.load(a.operator_profile)
     ray_version = profile.ray_version
     ray_bin = CACHE / "venvs" / f"ray-{ray_version}" / "bin" / "ray"
@@ -194,6 +207,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{statistics.median(r['GCS healthy'] for r in runs) / bare['GCS healthy']:.2f}")
     print(f"ratio operator reports ready / bare head + worker joined: "
           f"{statistics.median(r['operator reports ready'] for r in runs) / bare['worker joined']:.2f}")
+    if TRACE:
+        print("polls of the head's GCS health (monotonic time, +duration, outcome), RayCluster creations marked:")
+        created = 0.0
+        for line in TRACE:
+            t, rest = line.split(" ", 1)
+            if rest.startswith("RayCluster"):
+                created = float(t)
+            if "127.0.0.1" not in rest:
+                print(f"  {float(t) - created:7.2f} {rest}")
     return 0
 
 
