@@ -6,11 +6,14 @@ machine, measured in the same run; prints each step's seconds and the ratio bed 
 
 It brings the cluster up and installs the operator itself (on `local` it waits for the machine's test-bed
 lock), and takes both down at the end. Steps of the RayCluster (samples/raycluster-basic.yaml, one head and
-one worker), seconds after it was created, each the first time it was observed (polled every 0.1 s): head
+one worker), seconds after it was created, each the first time it was observed (watched; the GCS polled
+every 0.1 s): head
 Pod created, scheduled, container started, GCS healthy (the dashboard's /api/gcs_healthz answers), head
 Ready (its readiness probe passed), worker Ready, operator reports ready (RayClusterProvisioned=True and
 state ready). Bare (before the cluster comes up and after it is gone): `ray start --head` in its own PID
 namespace on 127.0.0.1, then GCS healthy, then a worker `ray start` until the head lists two alive nodes.
+The same RayCluster without its worker group is measured too: in the sample the worker Pod starts beside the
+head (its init container polling the GCS), which a bare head never has to share the machine with.
 """
 from __future__ import annotations
 
@@ -32,8 +35,10 @@ from kubernetes import client
 
 from rayconformance.clusters.local.paths import CACHE
 from rayconformance.fixtures import kube, namespaces, operator, profiles, providers, ray
+from rayconformance.fixtures.listwatch import ListWatch
 
 POLL = 0.1
+HEALTH_TIMEOUT = 5.0  # a starting dashboard may take over a second to answer its first health check
 TIMEOUT = 600
 STEPS = ("head Pod created", "head scheduled", "head container started", "GCS healthy", "head Ready",
          "worker Ready", "operator reports ready")
@@ -55,45 +60,64 @@ def _get(url: str, timeout: float = 1.0) -> bytes | None:
     return body
 
 
-def _ready(pod) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+def _pod_ready(pod: dict) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
 
 
-def provision_once(api, ns: str, ray_version: str) -> dict[str, float]:
-    """Create the sample RayCluster and time its steps; delete it afterwards."""
+def provision_once(api, ns: str, ray_version: str, head_only: bool = False) -> dict[str, float]:
+    """Create the sample RayCluster and time its steps; delete it afterwards. The Pods and the RayCluster are
+    watched (not polled: a busy poll of the API server would slow the very head it measures on a small machine);
+    only the head's GCS health is polled, every POLL seconds, once the head has an IP."""
     core, rc = client.CoreV1Api(api), ray.RayResources(api, ns, "RayCluster")
     body = ray.sample("raycluster-basic", ray_version)
+    if head_only:  # the head alone, as a bare `ray start --head` is: no worker starting beside it
+        body["spec"]["workerGroupSpecs"] = []
     name = body["metadata"]["name"]
+    steps = [s for s in STEPS if not (head_only and s == "worker Ready")]
     seen: dict[str, float] = {}
+    state: dict[str, object] = {"head_ip": None, "workers": {}}
     t0 = time.monotonic()
-    rc.create(body)
-    if TRACE is not None:
-        TRACE.append(f"{t0:.2f} RayCluster {name} created")
 
     def mark(step: str, cond: bool) -> None:
         if cond and step not in seen:
             seen[step] = round(time.monotonic() - t0, 2)
 
-    while len(seen) < len(STEPS):
-        if time.monotonic() - t0 > TIMEOUT:
-            raise SystemExit(f"bench: RayCluster {name} did not provision in {TIMEOUT}s; reached {seen}")
-        pods = core.list_namespaced_pod(ns, label_selector=f"ray.io/cluster={name}").items
-        head = next((p for p in pods if p.metadata.labels.get("ray.io/node-type") == "head"), None)
-        workers = [p for p in pods if p.metadata.labels.get("ray.io/node-type") == "worker"]
-        mark("head Pod created", head is not None)
-        if head is not None:
-            mark("head scheduled", bool(head.spec.node_name))
-            mark("head container started", any(s.state and s.state.running for s in head.status.container_statuses or []))
-            if head.status.pod_ip and "GCS healthy" not in seen:
-                mark("GCS healthy", b"success" in (_get(f"http://{head.status.pod_ip}:8265/api/gcs_healthz") or b""))
-            mark("head Ready", _ready(head))
-        mark("worker Ready", bool(workers) and all(_ready(w) for w in workers))
-        obj = rc.get(name) or {}
+    def see_pod(kind: str, pod: dict) -> None:
+        labels, status = pod["metadata"].get("labels") or {}, pod.get("status") or {}
+        if kind == "DELETED":
+            return
+        if labels.get("ray.io/node-type") == "head":
+            mark("head Pod created", True)
+            mark("head scheduled", bool(pod["spec"].get("nodeName")))
+            mark("head container started", any("running" in (c.get("state") or {})
+                                               for c in status.get("containerStatuses") or []))
+            state["head_ip"] = status.get("podIP") or state["head_ip"]
+            mark("head Ready", _pod_ready(pod))
+        elif labels.get("ray.io/node-type") == "worker":
+            state["workers"][pod["metadata"]["name"]] = _pod_ready(pod)
+            mark("worker Ready", all(state["workers"].values()))
+
+    def see_cluster(kind: str, obj: dict) -> None:
         st = obj.get("status") or {}
-        provisioned = any(c.get("type") == "RayClusterProvisioned" and c.get("status") == "True"
-                          for c in st.get("conditions") or [])
-        mark("operator reports ready", provisioned and st.get("state") == "ready")
-        time.sleep(POLL)
+        mark("operator reports ready", st.get("state") == "ready" and any(
+            c.get("type") == "RayClusterProvisioned" and c.get("status") == "True" for c in st.get("conditions") or []))
+
+    pods = ListWatch(see_pod, core.list_namespaced_pod, ns, label_selector=f"ray.io/cluster={name}")
+    clusters = ListWatch(see_cluster, client.CustomObjectsApi(api).list_namespaced_custom_object, ray.GROUP,
+                         ray.VERSION, ns, "rayclusters", field_selector=f"metadata.name={name}")
+    with pods, clusters:
+        t0 = time.monotonic()
+        rc.create(body)
+        if TRACE is not None:
+            TRACE.append(f"{t0:.2f} RayCluster {name} created")
+        while len(seen) < len(steps):
+            if time.monotonic() - t0 > TIMEOUT or pods.error or clusters.error:
+                raise SystemExit(f"bench: RayCluster {name} did not provision in {TIMEOUT}s; reached {seen} "
+                                 f"{pods.error or clusters.error or ''}")
+            if state["head_ip"] and "GCS healthy" not in seen:
+                mark("GCS healthy", b"success" in (_get(f"http://{state['head_ip']}:8265/api/gcs_healthz",
+                                                         HEALTH_TIMEOUT) or b""))
+            time.sleep(POLL)
     rc.delete(name)
     deadline = time.monotonic() + TIMEOUT
     while core.list_namespaced_pod(ns, label_selector=f"ray.io/cluster={name}").items:
@@ -125,7 +149,7 @@ def bare_once(ray_bin: Path, image_env: dict[str, str]) -> dict[str, float]:
     try:
         procs.append(subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", *head_cmd], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
-        while b"success" not in (_get(f"http://127.0.0.1:{dash}/api/gcs_healthz") or b""):
+        while b"success" not in (_get(f"http://127.0.0.1:{dash}/api/gcs_healthz", HEALTH_TIMEOUT) or b""):
             if time.monotonic() - t0 > TIMEOUT:
                 raise SystemExit(f"bench: bare ray head not healthy in {TIMEOUT}s (logs in {tmp})")
             time.sleep(POLL)
@@ -181,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             ns = namespaces.create(core, "bench-provisioning", "bench")
             try:
                 runs = [provision_once(api, ns, ray_version) for _ in range(a.repeat)]
+                heads = [provision_once(api, ns, ray_version, head_only=True) for _ in range(a.repeat)]
             finally:
                 namespaces.delete(core, ns, 300)
         finally:
@@ -203,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"head Pod created -> GCS healthy: {pod_to_gcs:.2f}s (median); bare ray start --head -> GCS healthy: "
           f"{bare['GCS healthy']:.2f}s")
     print(f"ratio head Pod -> GCS healthy / bare ray start --head -> GCS healthy: {pod_to_gcs / bare['GCS healthy']:.2f}")
+    head_to_gcs = statistics.median(r["GCS healthy"] - r["head Pod created"] for r in heads)
+    print(f"the same RayCluster without its worker group (the head starting alone, as the bare head does): head Pod "
+          f"created -> GCS healthy {head_to_gcs:.2f}s (median of {a.repeat}: "
+          f"{', '.join(str(round(r['GCS healthy'] - r['head Pod created'], 2)) for r in heads)}); "
+          f"ratio to bare: {head_to_gcs / bare['GCS healthy']:.2f}")
     print(f"ratio RayCluster created -> GCS healthy / bare: "
           f"{statistics.median(r['GCS healthy'] for r in runs) / bare['GCS healthy']:.2f}")
     print(f"ratio operator reports ready / bare head + worker joined: "
