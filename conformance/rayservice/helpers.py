@@ -90,16 +90,21 @@ class ObjectWatch:
 
     `first(holds, within)` waits for a version for which `holds(version)` is true (seen already, or arriving
     within `within` seconds from now or from `since_at`) and returns it, or None when the window ends
-    without one: how a test watches a fixed window for something that must not happen."""
+    without one: how a test watches a fixed window for something that must not happen.
 
-    def __init__(self, api, namespace: str, plural: str, name: str | None = None):
+    A watch that can no longer go on from its last version (HTTP 410, e.g. after the CRD was replaced) is an
+    error, unless `relist`: then what exists is listed again (versions of type RELISTED, an object gone since
+    as DELETED) and the watch goes on from there."""
+
+    def __init__(self, api, namespace: str, plural: str, name: str | None = None, relist: bool = False):
         import threading
         import time
 
         from kubernetes import client
 
         self.co = client.CustomObjectsApi(api)
-        self.ns, self.plural, self.name = namespace, plural, name
+        self.ns, self.plural, self.name, self.relist = namespace, plural, name, relist
+        self.relists = 0
         self.versions: list[Version] = []
         self.error: str | None = None
         self.changed = threading.Condition()
@@ -112,12 +117,40 @@ class ObjectWatch:
 
     def __enter__(self) -> "ObjectWatch":
         self.start = self.clock()
-        listed = self.co.list_namespaced_custom_object(ray.GROUP, ray.VERSION, self.ns, self.plural, **self._selector())
-        for o in listed["items"]:
-            self._see("LISTED", o)
-        self.rv = listed["metadata"]["resourceVersion"]
+        self._list("LISTED")
         self.thread.start()
         return self
+
+    def _list(self, kind: str) -> None:
+        """List what exists now and go on watching from there; with `kind` RELISTED, an object seen before and
+        not listed now is recorded as DELETED (its last version seen)."""
+        listed = self.co.list_namespaced_custom_object(ray.GROUP, ray.VERSION, self.ns, self.plural, **self._selector())
+        names = {o["metadata"]["name"] for o in listed["items"]}
+        if kind == "RELISTED":
+            last: dict[str, Version] = {}
+            for v in self.snapshot():
+                last[v.obj["metadata"]["name"]] = v
+            for n, v in last.items():
+                if n not in names and v.type != "DELETED":
+                    self._see("DELETED", v.obj)
+        for o in listed["items"]:
+            self._see(kind, o)
+        self.rv = listed["metadata"]["resourceVersion"]
+
+    def _gone(self, what: str) -> bool:
+        """The watch cannot go on from its last version: list again (True) if `relist`, else record the error."""
+        if not self.relist:
+            self.error = f"the watch lost events (resource version expired): {what}"
+            return False
+        while not self.stop.is_set():
+            try:
+                self._list("RELISTED")
+            except Exception:  # noqa: BLE001 - e.g. the CRD is being replaced: try again
+                self.stop.wait(0.5)
+                continue
+            self.relists += 1
+            return True
+        return False
 
     def __exit__(self, *exc) -> None:
         self.stop.set()
@@ -142,7 +175,9 @@ class ObjectWatch:
                                    self.plural, resource_version=self.rv, timeout_seconds=5, **self._selector()):
                     obj = ev["object"]
                     if ev["type"] == "ERROR":
-                        self.error = f"the watch ended with an error: {obj}"
+                        if (obj or {}).get("code") == 410 and self._gone(str(obj.get("message"))):
+                            break
+                        self.error = self.error or f"the watch ended with an error: {obj}"
                         return
                     self.rv = obj["metadata"]["resourceVersion"]
                     self._see(ev["type"], obj)
@@ -150,7 +185,8 @@ class ObjectWatch:
                         break
             except Exception as e:  # noqa: BLE001 - a dropped connection: watch again from the last version
                 if "410" in str(e) or "Gone" in str(e):
-                    self.error = f"the watch lost events (resource version expired): {e}"
+                    if self._gone(str(e)):
+                        continue
                     return
                 self.stop.wait(0.5)
             finally:
