@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import profiles
+from rayconformance.fixtures import profiles, ray
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, rayservice_upgrade_must_start
 from rayconformance.fixtures.traffic import summary
 
@@ -68,7 +68,13 @@ def test_operator_upgrade_keeps_serving(k8s, namespace, ray_version, timeouts, m
         clusters.must_not_have_failed()
         services.must_not_have_failed()
         stats = gen.stats()
+        measure("operator_upgrade.from_image", before["image"])
+        measure("operator_upgrade.to_image", after["image"])
         measure("operator_upgrade.failures", (stats or {}).get("failures"))
+        # KubeRay's own record of the release that last wrote the cluster (an in-place update sets the new one)
+        active = ray.RayResources(k8s, namespace, "RayCluster").get(cluster)
+        measure("operator_upgrade.cluster_kuberay_version",
+                ((active or {}).get("metadata", {}).get("annotations") or {}).get("ray.io/kuberay-version"))
         observed = [s for s in (
             changed and _describe_cluster_change(changed, ready_at),
             moved and f"the RayService's active/pending RayClusters became {active_and_pending_clusters(moved.obj)}",
