@@ -70,6 +70,6 @@ CASES = [
     # The operator takes a RayCluster created by another KubeRay release for one with a different spec (it ignores
     # the ray.io/kuberay-version annotation that says so): after upgrading the operator from v1.5.1 it moves the
     # RayService to a new RayCluster.
-    Case("operator_upgrade_keeps_serving[kuberay-v1.5.1]", "must keep RayService .* RayCluster .* created",
+    Case("operator_upgrade_keeps_serving[kuberay-v1.5.1]", r"must keep RayService .*observed: RayCluster \S+ created",
          patch="rayservice-recreates-cluster-after-operator-upgrade", timeout_scale=1.0),
 ]
