@@ -59,3 +59,43 @@ def test_shipped_kuberay_profiles_default_to_ray_2_60():
         p = profiles.load(name)
         if name.startswith("kuberay-"):
             assert p.ray_version == "2.60.0" and "2.46.0" in p.ray_versions, name
+
+
+def test_operator_upgrade_from_one_or_a_list_of_profiles():
+    assert parse("operatorUpgradeFrom: kuberay-v1.5.1\n").upgrade_from == ("kuberay-v1.5.1",)
+    assert parse("operatorUpgradeFrom: [kuberay-v1.5.1, kuberay-v1.6.0]\n").upgrade_from == (
+        "kuberay-v1.5.1", "kuberay-v1.6.0")
+    assert parse("").upgrade_from == ()
+    p = profiles.load("kuberay-v1.6.1")
+    assert p.upgrade_from == ("kuberay-v1.5.1",)
+    assert profiles.upgrade_source(p.path, "kuberay-v1.5.1") == profiles.PROFILES_DIR / "kuberay-v1.5.1.yaml"
+
+
+def test_operator_upgrade_from_a_path_is_relative_to_the_profile(tmp_path):
+    import shutil
+
+    shutil.copy(profiles.PROFILES_DIR / "kuberay-v1.5.1.yaml", tmp_path / "old.yaml")
+    (tmp_path / "new.yaml").write_text(HEAD + "operatorUpgradeFrom: [old.yaml]\n")
+    p = profiles.load(str(tmp_path / "new.yaml"))
+    assert profiles.upgrade_source(p.path, "old.yaml") == tmp_path / "old.yaml"
+    assert profiles.load(str(profiles.upgrade_source(p.path, "old.yaml"))).name == "kuberay-v1.5.1"
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ("operatorUpgradeFrom: kuberay-v0.9\n", "'operatorUpgradeFrom' names 'kuberay-v0.9', which is no profile"),
+    ("operatorUpgradeFrom: [1.5]\n", "'operatorUpgradeFrom' must be a profile name (or a list of them)"),
+    ("operatorUpgradeFrom: {from: kuberay-v1.5.1}\n", "'operatorUpgradeFrom' must be a profile name"),
+    ('operatorUpgradeFrom: [""]\n', "'operatorUpgradeFrom' must be a profile name"),
+    ("operatorUpgradeFrom: [custom.yaml]\n", "this profile itself"),
+    ("operatorUpgradeFrom: [kuberay-v1.5.1, kuberay-v1.5.1]\n", "names a profile twice"),
+    ("features: [RayServiceOperatorUpgrade]\n", "claims RayServiceOperatorUpgrade but names no 'operatorUpgradeFrom'"),
+])
+def test_bad_operator_upgrade_from_is_one_line(extra, expected, tmp_path):
+    import yaml
+
+    raw = yaml.safe_load(HEAD.replace("features: []\n", "") + extra)
+    raw.setdefault("features", [])
+    (tmp_path / "custom.yaml").write_text(HEAD)
+    with pytest.raises(profiles.ProfileError) as e:
+        profiles.parse(raw, tmp_path / "custom.yaml")
+    assert expected in str(e.value) and "\n" not in str(e.value)
