@@ -18,7 +18,7 @@ WRONG_TOKEN = "not-the-cluster-token"
 
 
 @pytest.mark.feature("RayClusterTokenAuth")
-def test_dashboard_requires_the_cluster_token(k8s, namespace, ray_version, timeouts):
+def test_token_auth_guards_the_dashboard(k8s, namespace, ray_version, timeouts):
     """With token authentication on, the operator creates a Secret holding the cluster's token; Ray's dashboard
     refuses a request without the token and one with a wrong token, and accepts one carrying the cluster's
     token, which shows the head and the worker joined."""

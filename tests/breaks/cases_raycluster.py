@@ -54,7 +54,7 @@ CASES = [
          patch="raycluster-autoscaler-v2-runs-v1"),
     # token auth: the Secret is created but the Ray containers get no RAY_AUTH_MODE/RAY_AUTH_TOKEN, so Ray runs
     # without auth and its dashboard accepts anyone (scale 0.6: the cluster must still get provisioned in time)
-    Case("dashboard_requires_the_cluster_token", "must refuse a request without the token",
+    Case("token_auth_guards_the_dashboard", "must refuse a request without the token",
          patch="raycluster-token-auth-not-wired", timeout_scale=0.6),
     # token auth: the RayJob's submitter gets no token, so `ray job submit` is refused and the RayJob fails
     Case("rayjob_succeeds_with_token_auth", "jobStatus=SUCCEEDED", patch="rayjob-submitter-without-token",
