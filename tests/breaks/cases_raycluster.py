@@ -58,4 +58,13 @@ CASES = [
     # autoscalerOptions.version v2 runs autoscaler v1 (RAY_enable_autoscaler_v2=false on the head)
     Case("demand_scales_workers_up_and_idle_down[v2]", "autoscaler v2 must run",
          patch="raycluster-autoscaler-v2-runs-v1"),
+    # token auth: the Secret is created but the Ray containers get no RAY_AUTH_MODE/RAY_AUTH_TOKEN, so Ray runs
+    # without auth and its dashboard accepts anyone (scale 0.6: the cluster must still get provisioned in time)
+    Case("token_auth_guards_the_dashboard", "must refuse a request without the token",
+         patch="raycluster-token-auth-not-wired", timeout_scale=0.6),
+    # token auth: the RayJob's submitter gets no token, so `ray job submit` is refused and the RayJob fails
+    Case("rayjob_succeeds_with_token_auth", "jobStatus=SUCCEEDED", patch="rayjob-submitter-without-token",
+         timeout_scale=0.6),
+    # token auth: the operator's dashboard client sends no token, so it cannot deploy the Serve application
+    Case("rayservice_serves_with_token_auth", "Ready=True", patch="rayservice-dashboard-client-without-token"),
 ]

@@ -69,3 +69,147 @@ def test_rayservice_clusters():
     assert not rayservice.has_switched_from(service("b", "c"), "a")
     assert rayservice.describe_rayservice(service("a")) == \
         "no conditions; numServeEndpoints=None; active=a; pending=None"
+
+
+# Ray token authentication: the token in the operator's Secret, the header carrying it, the dashboard's refusal.
+
+def secret(data: dict | None, owners=(("RayCluster", "auth"),), name: str = "auth"):
+    from kubernetes import client
+
+    refs = [client.V1OwnerReference(api_version="ray.io/v1", kind=k, name=n, uid="u") for k, n in owners]
+    return client.V1Secret(metadata=client.V1ObjectMeta(name=name, owner_references=refs or None), data=data)
+
+
+def test_secret_token_decodes_auth_token():
+    import base64
+
+    assert ray.secret_token(secret({"auth_token": base64.b64encode(b"s3cret").decode()})) == "s3cret"
+    assert ray.secret_token(secret({"other": "eA=="})) is None
+    assert ray.secret_token(secret({"auth_token": ""})) is None and ray.secret_token(secret(None)) is None
+    assert ray.secret_token(secret({"auth_token": "!!not base64"})) is None and ray.secret_token(None) is None
+    assert ray.auth_headers("s3cret") == {"X-Ray-Authorization": "Bearer s3cret"}
+
+
+class FakeApi:
+    """An ApiClient stand-in recording the headers of each call_api."""
+
+    class configuration:
+        host = "https://apiserver"
+
+    def __init__(self):
+        self.calls = []
+
+    def update_params_for_auth(self, headers, queries, auth, url, method, body):
+        headers["authorization"] = "Bearer k8s"
+
+    def call_api(self, method, url, header_params=None, body=None, _request_timeout=None):
+        self.calls.append((method, url, dict(header_params)))
+
+        class R:
+            status, data = 200, b"{}"
+
+            def read(self):
+                pass
+
+        return R()
+
+
+def test_proxy_get_sends_extra_headers_beside_the_apiservers_credential():
+    api = FakeApi()
+    assert ray.proxy_get(api, "ns", "svc", "dashboard", "nodes", headers=ray.auth_headers("t")) == (200, "{}")
+    method, url, headers = api.calls[0]
+    assert url == "https://apiserver/api/v1/namespaces/ns/services/svc:dashboard/proxy/nodes"
+    assert headers["X-Ray-Authorization"] == "Bearer t" and headers["authorization"] == "Bearer k8s"
+    ray.proxy_get(api, "ns", "svc", "dashboard", "nodes")
+    assert "X-Ray-Authorization" not in api.calls[1][2]
+
+
+HEADED = {"kind": "RayCluster", "metadata": {"name": "auth"}, "status": {"head": {"serviceName": "auth-head-svc"}}}
+
+
+def answers(monkeypatch, *seq):
+    """ray.proxy_get answers `seq` in turn (the last one from then on); returns the headers each call sent."""
+    sent, left = [], list(seq)
+
+    def fake(api, ns, svc, port, path, timeout=10, headers=None):
+        sent.append((svc, port, path, headers))
+        return left.pop(0) if len(left) > 1 else left[0]
+
+    monkeypatch.setattr(ray, "proxy_get", fake)
+    return sent
+
+
+def test_dashboard_must_refuse_waits_for_an_answer_then_wants_a_refusal(monkeypatch):
+    sent = answers(monkeypatch, (503, "no endpoints available"), (0, "ConnectionResetError"),
+                   (401, "Unauthorized: Missing authentication token"))
+    code, _ = raycluster.dashboard_must_refuse(None, "ns", HEADED, 5, what="a request without the token")
+    assert code == 401 and len(sent) == 3 and sent[0][:2] == ("auth-head-svc", "dashboard") and sent[0][3] is None
+    sent = answers(monkeypatch, (403, "Forbidden: Invalid authentication token"))
+    assert raycluster.dashboard_must_refuse(None, "ns", HEADED, 5, token="wrong", what="x")[0] == 403
+    assert sent[0][3] == {"X-Ray-Authorization": "Bearer wrong"}
+
+
+def test_dashboard_must_refuse_names_an_accepted_request(monkeypatch):
+    answers(monkeypatch, (200, '{"result": true}'))
+    with pytest.raises(AssertionError, match=r"Ray's dashboard \(head Service auth-head-svc of auth\) must refuse a "
+                                             r"request without the token \(HTTP 401 or 403\); observed HTTP 200: "
+                                             r"'\{\"result\": true\}'"):
+        raycluster.dashboard_must_refuse(None, "ns", HEADED, 5, what="a request without the token")
+
+
+def test_dashboard_must_refuse_times_out_naming_the_last_answer(monkeypatch):
+    answers(monkeypatch, (503, "no endpoints available for service"))
+    with pytest.raises(AssertionError, match=r"waiting for Ray's dashboard \(head Service auth-head-svc of auth\) to "
+                                             r"answer x; last observed: HTTP 503: 'no endpoints"):
+        raycluster.dashboard_must_refuse(None, "ns", HEADED, 0.05, what="x")
+    with pytest.raises(AssertionError, match="names no head Service"):
+        raycluster.dashboard_must_refuse(None, "ns", {"metadata": {"name": "auth"}}, 1, what="x")
+
+
+def secrets_read(monkeypatch, *seq):
+    """client.CoreV1Api(...).read_namespaced_secret returns `seq` in turn (None: 404)."""
+    from kubernetes.client.rest import ApiException
+
+    left = list(seq)
+
+    class Core:
+        def __init__(self, api):
+            pass
+
+        def read_namespaced_secret(self, name, ns):
+            s = left.pop(0) if len(left) > 1 else left[0]
+            if s is None:
+                raise ApiException(status=404, reason="Not Found")
+            return s
+
+    monkeypatch.setattr(raycluster.client, "CoreV1Api", Core)
+
+
+def test_auth_secret_must_hold_token(monkeypatch):
+    good = secret({"auth_token": "czNjcmV0"})  # s3cret
+    secrets_read(monkeypatch, None, secret({}), good)
+    assert raycluster.auth_secret_must_hold_token(None, "ns", "auth", 5) == "s3cret"
+
+
+def test_auth_secret_must_hold_token_names_what_it_found(monkeypatch):
+    secrets_read(monkeypatch, None)
+    with pytest.raises(AssertionError, match=r"waiting for the operator to create Secret auth holding the cluster's "
+                                             r"auth token under 'auth_token', owned by RayCluster auth; last "
+                                             r"observed: no such Secret"):
+        raycluster.auth_secret_must_hold_token(None, "ns", "auth", 0.05)
+    secrets_read(monkeypatch, secret({"auth_token": "czNjcmV0"}, owners=()))
+    with pytest.raises(AssertionError, match=r"observed: Secret auth with data keys \['auth_token'\] \(a non-empty "
+                                             r"token under 'auth_token'\), owners none \(expected RayCluster/auth\)"):
+        raycluster.auth_secret_must_hold_token(None, "ns", "auth", 0.05)
+
+
+def test_alive_ray_nodes_asks_with_the_token(monkeypatch):
+    summary = '{"data": {"summary": [{"raylet": {"state": "ALIVE"}}, {"raylet": {"state": "DEAD"}}]}}'
+    sent = answers(monkeypatch, (200, summary))
+    assert ray.alive_ray_nodes(None, "ns", HEADED, "t") == (1, "1 alive of 2 Ray nodes")
+    assert ray.alive_ray_nodes(None, "ns", HEADED) == (1, "1 alive of 2 Ray nodes")
+    assert [s[3] for s in sent] == [{"X-Ray-Authorization": "Bearer t"}, None]
+    answers(monkeypatch, (401, "Unauthorized: Missing authentication token"))
+    with pytest.raises(AssertionError, match=r"asked with the cluster's auth token, to list 2 alive node\(s\); last "
+                                             r"observed: dashboard HTTP 401: Unauthorized"):
+        raycluster.ray_must_list_alive_nodes(None, "ns", HEADED, 2, 0.05, token="t")

@@ -123,3 +123,10 @@ def test_ray_version_of_a_profile_naming_none_is_taken_as_given(suite, pytester)
     suite.profile("custom", PROFILE)
     assert options_of(pytester, "--operator-profile=custom.yaml").ray_version is None
     assert options_of(pytester, "--operator-profile=custom.yaml", "--ray-version=2.52.0").ray_version == "2.52.0"
+
+
+def test_features_needing_a_newer_ray_are_not_supported_at_an_older_one(suite, pytester):
+    assert "RayClusterTokenAuth" in options_of(pytester).supported  # the default, Ray 2.60.0
+    old = options_of(pytester, "--ray-version=2.46.0")
+    assert "RayClusterTokenAuth" in old.profile.features and "RayClusterTokenAuth" not in old.supported
+    assert "RayClusterTokenAuth" not in options_of(pytester, "--ray-version=2.46.0", "--all-features").supported

@@ -112,3 +112,54 @@ def test_core_only_runs_core_features_only(suite):
     skipped = {t["name"]: t.get("reason") for t in suite.report()["tests"] if t["outcome"] == "skipped"}
     assert set(skipped) == {"suspend", "autoscaler[v1]", "autoscaler[v2]"}
     assert skipped["suspend"] == "extended feature(s) RayClusterSuspend: --core-only runs Core features only"
+
+
+TOKEN_AUTH_TESTS = '''
+import pytest
+
+
+@pytest.mark.feature("RayClusterTokenAuth")
+def test_token(cluster):
+    pass
+
+
+@pytest.mark.feature("RayClusterProvisioning")
+def test_provisioning(cluster):
+    pass
+'''
+TOO_OLD = "unsupported feature(s): RayClusterTokenAuth (needs Ray >= 2.52.0; this run uses Ray 2.46.0)"
+
+
+def test_feature_needing_a_newer_ray_is_skipped_as_unsupported(suite):
+    suite.tests(TOKEN_AUTH_TESTS)
+    result = suite.run("--ray-version=2.46.0")  # kuberay-v1.6.1 claims RayClusterTokenAuth
+    result.assert_outcomes(passed=1, skipped=1)
+    assert skip_reasons(result) == {"token": TOO_OLD}
+    extended = suite.report()["profiles"][0]["extended"]
+    assert "RayClusterTokenAuth" in extended["unsupportedFeatures"]
+    assert "RayClusterTokenAuth" not in extended["supportedFeatures"]
+
+
+def test_feature_needing_a_newer_ray_is_skipped_whatever_selects_it(suite):
+    suite.tests(TOKEN_AUTH_TESTS)
+    for args in (["--all-features"], ["--supported-features=RayClusterTokenAuth"], ["--run-test=token"]):
+        result = suite.run("--ray-version=2.46.0", *args)
+        assert skip_reasons(result).get("token") == TOO_OLD, args
+
+
+def test_feature_runs_with_a_new_enough_ray(suite):
+    suite.tests(TOKEN_AUTH_TESTS)
+    result = suite.run("--ray-version=2.60.0", "--run-test=token")
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_ray_version_reason():
+    assert features.ray_release("2.52.0") == (2, 52, 0) and features.ray_release("2.100.1") > (2, 52, 0)
+    assert features.ray_too_old(["RayClusterTokenAuth", "RayClusterSuspend"], "2.51.9") == ["RayClusterTokenAuth"]
+    assert features.ray_too_old(["RayClusterTokenAuth"], "2.52.0") == []
+    assert features.ray_too_old(["RayClusterTokenAuth"], None) == []  # unknown Ray version: nothing to say
+    assert features.ray_version_reason(["RayClusterSuspend"], "2.46.0") is None
+    assert features.ray_version_reason(["RayClusterTokenAuth"], "2.46.0") == TOO_OLD
+    from rayconformance.fixtures.profiles import RAY_VERSION
+
+    assert all(RAY_VERSION.match(f.min_ray) for f in features.FEATURES if f.min_ray is not None)
