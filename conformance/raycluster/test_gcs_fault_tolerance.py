@@ -74,6 +74,18 @@ def redis_dbsize(k8s, namespace: str, timeout: float) -> int:
     return int(out.split()[-1])
 
 
+def detached_actor_must_keep_its_state(k8s, namespace: str, svc: str, what: str, timeout: float) -> None:
+    """The detached counter actor, looked up again after `what`, answers its second increment with 2."""
+    __tracebackhide__ = True
+    try:
+        logs = ray_job_must_succeed(k8s, namespace, svc, INCREMENT.format(ns=ACTOR_NS, get=GET), timeout)
+    except AssertionError as e:
+        raise AssertionError(f"the detached actor must survive the {what} and keep its state (expected 2), "
+                             f"but the job looking it up did not succeed: {e}") from None
+    assert counter_value(logs) == 2, \
+        f"the detached actor must keep its state across the {what} (expected 2), observed {counter_value(logs)}"
+
+
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
 def test_detached_actor_survives_head_pod_deletion(k8s, namespace, ray_version, timeouts, redis):
     """With GCS fault tolerance backed by Redis, deleting the head Pod brings a new head that reuses the same
@@ -96,13 +108,7 @@ def test_detached_actor_survives_head_pod_deletion(k8s, namespace, ray_version, 
     workers = ray.cluster_pods(k8s, namespace, name, "worker")
     assert len(workers) == 1, f"the worker should have survived the head failure: {describe_pods(workers)}"
 
-    try:
-        logs = ray_job_must_succeed(k8s, namespace, svc, INCREMENT.format(ns=ACTOR_NS, get=GET), timeouts.long)
-    except AssertionError as e:
-        raise AssertionError(f"the detached actor must survive the head failure and keep its state (expected 2), "
-                             f"but the job looking it up did not succeed: {e}") from None
-    assert counter_value(logs) == 2, \
-        f"the detached actor must keep its state across the head failure (expected 2), observed {counter_value(logs)}"
+    detached_actor_must_keep_its_state(k8s, namespace, svc, "head failure", timeouts.long)
 
 
 # Runs on the head as a Ray job: kills the head's GCS server process (single quotes only).
@@ -143,13 +149,7 @@ def test_gcs_crash_inside_head_keeps_detached_actor(k8s, namespace, ray_version,
     # step 3: the worker stayed, and the detached actor kept its state
     workers = sorted(p.metadata.uid for p in ray.cluster_pods(k8s, namespace, name, "worker"))
     assert workers == worker_uids, f"the worker Pods must stay through a GCS restart: before {worker_uids}, after {workers}"
-    try:
-        logs = ray_job_must_succeed(k8s, namespace, svc, INCREMENT.format(ns=ACTOR_NS, get=GET), timeouts.long)
-    except AssertionError as e:
-        raise AssertionError(f"the detached actor must survive the GCS crash and keep its state (expected 2), "
-                             f"but the job looking it up did not succeed: {e}") from None
-    assert counter_value(logs) == 2, \
-        f"the detached actor must keep its state across the GCS crash (expected 2), observed {counter_value(logs)}"
+    detached_actor_must_keep_its_state(k8s, namespace, svc, "GCS crash", timeouts.long)
 
 
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
