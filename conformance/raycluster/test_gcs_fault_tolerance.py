@@ -183,6 +183,17 @@ def test_delete_cleans_redis_and_removes_cluster(k8s, namespace, ray_version, ti
     assert size == 0, f"deleting the RayCluster must clean its Redis storage: DBSIZE is {size}, expected 0"
 
 
+def invalid_spec_must_be_reported(k8s, namespace: str, name: str, field: str, timeout: float, about: str) -> None:
+    """RayCluster `name` gets a Warning event with reason InvalidRayClusterSpec naming `field`, and no Pods."""
+    __tracebackhide__ = True
+    evs = warning_events_must_be_recorded(k8s, namespace, name, timeout, about=about)
+    assert any(e.reason == "InvalidRayClusterSpec" and field in (e.message or "") for e in evs), \
+        (f"expected a Warning event with reason InvalidRayClusterSpec naming the offending field {field}, "
+         f"observed {[(e.reason, e.message) for e in evs]}")
+    pods = ray.cluster_pods(k8s, namespace, name)
+    assert not pods, f"an invalid RayCluster must not get Pods; observed {describe_pods(pods)}"
+
+
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
 def test_invalid_configuration_gets_warning_event(k8s, namespace, ray_version, timeouts, redis):
     """A RayCluster whose GCS fault tolerance is misconfigured (a Redis password in rayStartParams) gets a
@@ -194,12 +205,8 @@ def test_invalid_configuration_gets_warning_event(k8s, namespace, ray_version, t
     body["spec"]["headGroupSpec"]["rayStartParams"]["redis-password"] = "literal"
     rc.create(body)
 
-    evs = warning_events_must_be_recorded(k8s, namespace, "gcsft-invalid", timeouts.medium,
-                                          about="the invalid GCS fault tolerance spec of RayCluster gcsft-invalid")
-    assert any(e.reason == "InvalidRayClusterSpec" and "redis-password" in (e.message or "") for e in evs), \
-        (f"expected a Warning event with reason InvalidRayClusterSpec naming the offending field redis-password, "
-         f"observed {[(e.reason, e.message) for e in evs]}")
-    assert not ray.cluster_pods(k8s, namespace, "gcsft-invalid"), "an invalid RayCluster must not get Pods"
+    invalid_spec_must_be_reported(k8s, namespace, "gcsft-invalid", "redis-password", timeouts.medium,
+                                  about="the invalid GCS fault tolerance spec of RayCluster gcsft-invalid")
 
 
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
@@ -215,13 +222,8 @@ def test_redis_address_without_fault_tolerance_options_is_invalid(k8s, namespace
         {"name": "RAY_REDIS_ADDRESS", "value": "redis:6379"}]
     rc.create(body)
 
-    evs = warning_events_must_be_recorded(k8s, namespace, "redis-implicit", timeouts.medium,
-                                          about="RAY_REDIS_ADDRESS without gcsFaultToleranceOptions")
-    assert any(e.reason == "InvalidRayClusterSpec" and "RAY_REDIS_ADDRESS" in (e.message or "") for e in evs), \
-        (f"expected a Warning event with reason InvalidRayClusterSpec naming RAY_REDIS_ADDRESS, observed "
-         f"{[(e.reason, e.message) for e in evs]}")
-    pods = ray.cluster_pods(k8s, namespace, "redis-implicit")
-    assert not pods, f"an invalid RayCluster must not get Pods; observed {describe_pods(pods)}"
+    invalid_spec_must_be_reported(k8s, namespace, "redis-implicit", "RAY_REDIS_ADDRESS", timeouts.medium,
+                                  about="RAY_REDIS_ADDRESS without gcsFaultToleranceOptions")
 
 
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
