@@ -27,10 +27,12 @@ class PodWatch(Watching):
 
     `created` lists the Pods (by UID) ever seen, `deleted` those seen going away (deletionTimestamp set or
     removed), `peak` the largest number of live Pods (existing, not being deleted) seen at any one time and
-    `peak_pods` which ones they were."""
+    `peak_pods` which ones they were. With `group`, only that worker group's Pods."""
 
-    def __init__(self, api: client.ApiClient, namespace: str, cluster: str, node_type: str = "worker"):
-        self.selector = f"ray.io/cluster={cluster},ray.io/node-type={node_type}"
+    def __init__(self, api: client.ApiClient, namespace: str, cluster: str, node_type: str = "worker",
+                 group: str | None = None):
+        self.selector = f"ray.io/cluster={cluster},ray.io/node-type={node_type}" + (f",ray.io/group={group}"
+                                                                                   if group else "")
         self.lock = threading.Lock()
         self.live: dict[str, str] = {}  # uid -> name
         self.names: dict[str, str] = {}  # uid -> name, every Pod seen

@@ -1,5 +1,6 @@
 """GPU worker groups: a worker group limited to one nvidia.com/gpu lands on a GPU node, and Ray itself sees the
-GPU - the cluster's resources count it, and a task asking for one GPU runs on that worker and is given it."""
+GPU - the cluster's resources count it, and a task asking for one GPU runs on that worker and is given it. A GPU
+group that starts empty is scaled from zero by GPU demand and back to zero, and a CPU Pod on a GPU node gets no GPU."""
 from __future__ import annotations
 
 import json
@@ -9,10 +10,10 @@ import pytest
 from kubernetes import client
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import ray_job_must_succeed
+from rayconformance.fixtures.expect.raycluster import group_must_have_ready_workers, ray_job_must_succeed
 from rayconformance.fixtures.expect.workloads import describe_pods
 
-from .helpers import create_provisioned
+from .helpers import PodWatch, create_provisioned
 
 GPU = "nvidia.com/gpu"
 # Runs inside the Ray cluster as a Ray job (python -c): single quotes only, no shell metacharacters.
@@ -45,6 +46,53 @@ print('GPU_TASK', json.dumps(task))
 """
 
 
+# What a CPU-only worker is handed (its Ray node's GPUs, a task pinned to it); {ip} is the worker Pod's IP.
+CPU_WORKER_PROBE = """
+import json, os
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+ray.init()
+nodes = [n for n in ray.nodes() if n['Alive'] and n['NodeManagerAddress'] == '{ip}']
+print('CPU_NODE', json.dumps({{'gpus': nodes[0]['Resources'].get('GPU', 0)}} if nodes else None))
+
+@ray.remote(num_cpus=1)
+def look():
+    return {{'gpu_ids': [str(g) for g in ray.get_gpu_ids()],
+            'NVIDIA_VISIBLE_DEVICES': os.environ.get('NVIDIA_VISIBLE_DEVICES')}}
+
+pinned = NodeAffinitySchedulingStrategy(nodes[0]['NodeID'], soft=False) if nodes else None
+print('CPU_TASK', json.dumps(ray.get(look.options(scheduling_strategy=pinned).remote(), timeout=120) if nodes else None))
+"""
+# A detached actor asking for one GPU (the demand), and where it ran; {wait} bounds its placement in seconds.
+GPU_DEMAND = """
+import json, os
+import ray
+ray.init(namespace='rayconformance')
+
+@ray.remote(num_gpus=1)
+class GPUHolder:
+    def where(self):
+        return {{'node_id': ray.get_runtime_context().get_node_id(),
+                'gpu_ids': [str(g) for g in ray.get_gpu_ids()]}}
+
+holder = GPUHolder.options(name='gpu-holder', lifetime='detached').remote()
+ready, _ = ray.wait([holder.where.remote()], timeout={wait})
+seen = ray.get(ready[0]) if ready else None
+if seen:
+    node = [n for n in ray.nodes() if n['NodeID'] == seen['node_id']]
+    seen['node_ip'] = node[0]['NodeManagerAddress'] if node else None
+    seen['node_gpus'] = node[0]['Resources'].get('GPU', 0) if node else None
+print('GPU_ACTOR', json.dumps(seen))
+"""
+RELEASE_GPU = """
+import ray
+ray.init(namespace='rayconformance')
+ray.kill(ray.get_actor('gpu-holder'))
+print('KILLED gpu-holder')
+"""
+NO_DEVICE = (None, "", "void", "none")  # NVIDIA_VISIBLE_DEVICES values that hand a container no GPU
+
+
 def printed(logs: str, key: str):
     m = re.search(rf"^{key} (.*)$", logs, re.M)
     assert m, f"the Ray job printed no {key} line; logs:\n{logs[-2000:]}"
@@ -64,11 +112,7 @@ def test_gpu_worker_group_gets_a_gpu(k8s, namespace, ray_version, timeouts, prov
     node; Ray counts the GPU in its cluster resources, and a task asking for one GPU runs on that worker and is
     given one GPU id."""
     core = client.CoreV1Api(k8s)
-    if provider.supports("gpu_nodes"):  # a provider that made GPU nodes: they must show up as such
-        has_gpus = bool(provider.gpu_nodes())
-    else:
-        has_gpus = any(int((n.status.allocatable or {}).get(GPU, "0")) > 0 for n in core.list_node().items)
-    if not has_gpus:
+    if not has_gpu_nodes(k8s, provider):
         pytest.skip(f"no Node offers {GPU}; use a cluster with GPU nodes (--cluster local-gpu or kind-gpu)")
     body = ray.sample("raycluster-gpu", ray_version)
     name = body["metadata"]["name"]
@@ -103,3 +147,75 @@ def test_gpu_worker_group_gets_a_gpu(k8s, namespace, ray_version, timeouts, prov
         f"ray.get_gpu_ids() in the num_gpus=1 task should name one GPU, observed {task['gpu_ids']}"
     print(f"worker {worker.metadata.name} on {worker.spec.node_name}: Ray GPU ids {task['gpu_ids']}, "
           f"NVIDIA_VISIBLE_DEVICES={task['NVIDIA_VISIBLE_DEVICES']}, CUDA_VISIBLE_DEVICES={task['CUDA_VISIBLE_DEVICES']}")
+
+
+def node_gpus(core: client.CoreV1Api, node: str) -> int:
+    return int((core.read_node(node).status.capacity or {}).get(GPU, "0"))
+
+
+def group_start_commands(k8s, namespace: str, cluster: str, group: str) -> dict[str, str]:
+    return {p.metadata.name: start_command(p) for p in ray.cluster_pods(k8s, namespace, cluster, "worker")
+            if (p.metadata.labels or {}).get("ray.io/group") == group}
+
+
+def has_gpu_nodes(k8s, provider) -> bool:
+    if provider.supports("gpu_nodes"):  # a provider that made GPU nodes: they must show up as such
+        return bool(provider.gpu_nodes())
+    return any(int((n.status.allocatable or {}).get(GPU, "0")) > 0 for n in client.CoreV1Api(k8s).list_node().items)
+
+
+@pytest.mark.feature("RayClusterGPUAutoscaling")
+def test_gpu_group_scales_from_zero_and_back(k8s, namespace, ray_version, timeouts, provider):
+    """A GPU worker group at zero replicas (minReplicas 0, maxReplicas 2) is scaled by Ray's autoscaler: one actor
+    asking for one GPU brings up exactly one GPU worker Pod, on a GPU node, whose Ray node offers GPU 1 and runs
+    the actor; once the actor is gone the group goes back to zero Pods. A CPU-only worker Pod running on a GPU
+    node is handed no GPU: its Ray node offers none and a task on it sees no GPU device."""
+    if not has_gpu_nodes(k8s, provider):
+        pytest.skip(f"no Node offers {GPU}; use a cluster with GPU nodes (--cluster local-gpu or kind-gpu)")
+    core = client.CoreV1Api(k8s)
+    body = ray.sample("raycluster-gpu-autoscale", ray_version)
+    name = body["metadata"]["name"]
+
+    with PodWatch(k8s, namespace, name, group="gpu") as gpu_pods:
+        # step 1: the cluster comes up with its CPU worker on a GPU node and no GPU worker
+        _, obj = create_provisioned(k8s, namespace, body, timeouts.long)
+        svc = obj["status"]["head"]["serviceName"]
+        [cpu_worker] = group_must_have_ready_workers(k8s, namespace, name, "cpu-on-gpu-node", 1, timeouts.medium,
+                                                     what="the CPU group's one worker")
+        assert not gpu_pods.live_names(), \
+            f"the gpu group (replicas 0) must start with no Pods; observed {gpu_pods.summary()}"
+
+        # step 2: a CPU Pod on a GPU node is handed no GPU
+        assert node_gpus(core, cpu_worker.spec.node_name) >= 1, \
+            (f"the CPU group's nodeSelector nvidia.com/gpu.present=true should place {cpu_worker.metadata.name} on a "
+             f"GPU node; Node {cpu_worker.spec.node_name} has no {GPU}")
+        logs = ray_job_must_succeed(k8s, namespace, svc, CPU_WORKER_PROBE.format(ip=cpu_worker.status.pod_ip),
+                                    timeouts.long)
+        node, task = printed(logs, "CPU_NODE"), printed(logs, "CPU_TASK")
+        assert node is not None and not node["gpus"] and task is not None and not task["gpu_ids"] \
+            and task["NVIDIA_VISIBLE_DEVICES"] in NO_DEVICE, \
+            (f"the CPU-only worker {cpu_worker.metadata.name} on GPU node {cpu_worker.spec.node_name} must be handed "
+             f"no GPU (Ray node GPU 0, no GPU ids, no NVIDIA_VISIBLE_DEVICES device); observed Ray node {node}, "
+             f"task {task}; start command: {start_command(cpu_worker)}")
+
+        # step 3: demand for one GPU brings up exactly one GPU worker, which runs it
+        logs = ray_job_must_succeed(k8s, namespace, svc, GPU_DEMAND.format(wait=int(timeouts.medium)), timeouts.long)
+        actor = printed(logs, "GPU_ACTOR")
+        assert actor is not None, \
+            (f"an actor asking for num_gpus=1 was not placed within {int(timeouts.medium)}s of the demand; gpu group "
+             f"Pods: {gpu_pods.summary()}; their start commands: {group_start_commands(k8s, namespace, name, 'gpu')}")
+        [worker] = group_must_have_ready_workers(k8s, namespace, name, "gpu", 1, timeouts.short,
+                                                 what="the autoscaler's one GPU worker for one GPU of demand")
+        assert node_gpus(core, worker.spec.node_name) >= 1, \
+            f"the GPU worker {worker.metadata.name} must run on a GPU node; Node {worker.spec.node_name} has no {GPU}"
+        assert actor["node_ip"] == worker.status.pod_ip and actor["node_gpus"] == 1 and len(actor["gpu_ids"]) == 1, \
+            (f"the num_gpus=1 actor must run on the GPU worker (Pod IP {worker.status.pod_ip}) whose Ray node offers "
+             f"GPU 1, holding one GPU id; observed {actor}")
+
+        # step 4: without the demand the group goes back to zero
+        ray_job_must_succeed(k8s, namespace, svc, RELEASE_GPU, timeouts.medium)
+        group_must_have_ready_workers(k8s, namespace, name, "gpu", 0, timeouts.long,
+                                      what="the idle GPU worker to be removed after the idle timeout")
+    gpu_pods.must_not_have_failed()
+    assert gpu_pods.peak == 1 and len(gpu_pods.created) == 1, \
+        f"one GPU of demand must bring up exactly one GPU worker Pod; observed {gpu_pods.summary()}"

@@ -24,6 +24,9 @@ CASES = [
     Case("gpu_worker_group_gets_a_gpu", "must count the worker's GPU",
          samples={"raycluster-gpu": set_field(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-gpus"], "0")},
          timeout_scale=0.6),  # the probe job itself waits up to 3 minutes for a GPU
+    # without in-tree autoscaling nobody scales the GPU group from zero
+    Case("gpu_group_scales_from_zero_and_back", "not placed within",
+         samples={"raycluster-gpu-autoscale": set_field(["spec", "enableInTreeAutoscaling"], False)}, timeout_scale=0.5),
     # patched operators (tests/breaks/patches/<patch>.patch against KubeRay v1.6.1) doing the wrong thing:
     # a Pod creation refused by a quota is not reported as ReplicaFailure
     Case("pod_quota_reports_replica_failure_until_lifted", "ReplicaFailure=True/FailedCreateHeadPod",
@@ -67,4 +70,8 @@ CASES = [
          timeout_scale=0.6),
     # token auth: the operator's dashboard client sends no token, so it cannot deploy the Serve application
     Case("rayservice_serves_with_token_auth", "Ready=True", patch="rayservice-dashboard-client-without-token"),
+    # the operator no longer passes a container's nvidia.com/gpu limit to `ray start --num-gpus`: the autoscaler
+    # brings up a GPU Pod whose Ray node offers no GPU, so the GPU actor is never placed
+    Case("gpu_group_scales_from_zero_and_back", "not placed within", patch="raycluster-gpu-limit-not-passed-to-ray",
+         timeout_scale=0.5),
 ]
