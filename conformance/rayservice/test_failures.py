@@ -1,16 +1,19 @@
 """RayServices that cannot work fail visibly: one whose cluster never starts gives up after its
-initializing timeout, and an invalid one is rejected without anything being created for it."""
+initializing timeout (while a healthy one with a timeout is not failed by it), and an invalid one is rejected
+without anything being created for it."""
 from __future__ import annotations
 
 import pytest
 from kubernetes import client
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.conditions import condition
-from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, describe_rayservice,
-                                                       rayservice_clusters_must_be_gone,
-                                                       rayservice_events_must_include,
-                                                       rayservice_must_have_condition)
+from rayconformance.fixtures.expect.conditions import condition, has_condition
+from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, describe_rayservice, is_ready,
+                                                       rayservice_clusters_must_be_gone, rayservice_events,
+                                                       rayservice_events_must_include, rayservice_must_be_ready,
+                                                       rayservice_must_have_condition, serve_service_must_answer)
+
+from .helpers import ObjectWatch, distinct_states
 
 
 @pytest.mark.feature("RayServiceInitializingTimeout")
@@ -37,6 +40,39 @@ def test_initializing_timeout_fails_a_service_that_never_starts(k8s, namespace, 
     # step 3: a Warning event says so (`kubectl describe rayservice`)
     rayservice_events_must_include(k8s, namespace, name, [("Warning", "RayServiceInitializingTimeout", None)],
                                    timeouts.short)
+
+
+def timed_out(obj: dict) -> bool:
+    return has_condition(obj, "Ready", "False", "InitializingTimeout")
+
+
+@pytest.mark.feature("RayServiceInitializingTimeout")
+def test_healthy_service_is_not_failed_by_its_initializing_timeout(k8s, namespace, ray_version, timeouts):
+    """A RayService annotated `ray.io/initializing-timeout: "600"` (whole seconds, the annotation's other form)
+    that starts normally becomes Ready and serves; its timeout never fires on the way (Ready is never False with
+    reason InitializingTimeout) and no RayServiceInitializingTimeout event is recorded."""
+    docs = ray.load_sample("rayservice-greeter", ray_version)
+    body = next(d for d in docs if d["kind"] == "RayService")
+    name = body["metadata"]["name"]
+    body["metadata"].setdefault("annotations", {})["ray.io/initializing-timeout"] = "600"
+
+    with ObjectWatch(k8s, namespace, "rayservices", name) as watch:
+        # step 1: it becomes Ready, and is not given up on before that
+        ray.create_objects(k8s, namespace, docs)
+        outcome = watch.first(lambda v: is_ready(v.obj) or timed_out(v.obj), timeouts.long)
+        assert outcome is not None and not timed_out(outcome.obj), \
+            (f"a RayService with a 600 s initializing timeout that starts normally must become Ready=True, not fail "
+             f"the timeout; states seen: {distinct_states(watch.snapshot())}")
+        obj = rayservice_must_be_ready(k8s, namespace, name, timeouts.medium)
+        serve_service_must_answer(k8s, namespace, obj, timeouts.medium)
+    watch.must_not_have_failed()
+
+    # step 2: the timeout never fired, neither in its conditions nor in its events
+    fired = [v for v in watch.snapshot() if timed_out(v.obj)]
+    events = [(e.type, e.reason) for e in rayservice_events(k8s, namespace, name)]
+    assert not fired and ("Warning", "RayServiceInitializingTimeout") not in events, \
+        (f"the initializing timeout must not fire for a RayService that became Ready within it; states seen: "
+         f"{distinct_states(watch.snapshot())}; events: {events}")
 
 
 @pytest.mark.feature("RayServiceValidation")

@@ -56,6 +56,9 @@ CASES = [
     # The operator ignores the ray.io/initializing-timeout annotation: the RayService stays Initializing.
     Case("initializing_timeout_fails_a_service_that_never_starts", "Ready=False/InitializingTimeout",
          patch="rayservice-ignores-initializing-timeout"),
+    # The annotation's whole-seconds form is read as milliseconds: a healthy RayService with "600" gives up at once.
+    Case("healthy_service_is_not_failed_by_its_initializing_timeout", "must become Ready=True, not fail the timeout",
+         patch="rayservice-initializing-timeout-seconds-as-milliseconds"),
     # The operator skips the spec validation and creates a cluster for an invalid RayService.
     Case("invalid_rayservice_fails_validation_and_creates_nothing", "Ready=False/ValidationFailed",
          patch="rayservice-skips-spec-validation"),
