@@ -34,12 +34,15 @@ def start_traffic(k8s, namespace, obj, timeouts, url: str | None = None) -> Load
     return gen
 
 
-def trigger_upgrade(rs: ray.RayResources, obj: dict, marker: str, deletion_delay: int = 5) -> dict:
-    """Change the cluster spec (a head env var), which needs a new RayCluster; the old one is to be deleted
-    `deletion_delay` seconds after the switch (rayClusterDeletionDelaySeconds). Returns the patched RayService."""
+def trigger_upgrade(rs: ray.RayResources, obj: dict, marker: str, deletion_delay: int = 5,
+                    env: dict[str, str] | None = None) -> dict:
+    """Change the cluster spec (a head env var, plus `env`), which needs a new RayCluster; the old one is to be
+    deleted `deletion_delay` seconds after the switch (rayClusterDeletionDelaySeconds). Returns the patched
+    RayService."""
     spec = obj["spec"]["rayClusterConfig"]
     head = spec["headGroupSpec"]["template"]["spec"]["containers"][0]
-    head["env"] = [*head.get("env", []), {"name": "RAYCONFORMANCE_UPGRADE", "value": marker}]
+    head["env"] = [*head.get("env", []), {"name": "RAYCONFORMANCE_UPGRADE", "value": marker},
+                   *({"name": k, "value": v} for k, v in (env or {}).items())]
     return rs.patch(obj["metadata"]["name"],
                     {"spec": {"rayClusterConfig": spec, "rayClusterDeletionDelaySeconds": deletion_delay}})
 

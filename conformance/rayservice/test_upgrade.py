@@ -7,11 +7,16 @@ from kubernetes import client
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.raycluster import head_pod_must_be_created
 from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters,
+                                                       pending_cluster_must_get_applications,
                                                        rayservice_must_have_pending_cluster,
                                                        rayservice_upgrade_must_start)
 from rayconformance.fixtures.traffic import summary
 
 from .helpers import deploy, elapsed, final_stats, start_traffic, trigger_upgrade, wait_switched
+
+# How long the upgraded application's replica takes to start (samples/rayservice-greeter.yaml reads it): long
+# enough to lose the pending head between the operator's submission and the application running.
+APP_START_DELAY_S = 20
 
 
 @pytest.mark.feature("RayServiceZeroDowntimeUpgrade")
@@ -32,19 +37,26 @@ def test_new_cluster_upgrade_drops_no_request(k8s, namespace, ray_version, timeo
 
 @pytest.mark.feature("RayServiceHeadFailureDuringUpgrade")
 def test_pending_head_failure_does_not_break_upgrade(k8s, namespace, ray_version, timeouts, measure):
-    """Losing the pending RayCluster's head Pod during a NewCluster upgrade does not stop the upgrade: traffic
-    still switches to a new RayCluster, and no request fails."""
+    """Losing the pending RayCluster's head Pod during a NewCluster upgrade, after the operator has already
+    submitted the new Serve config to it, does not stop the upgrade: the restarted head has no Serve application,
+    so the operator must notice and submit the config again; traffic then switches to the new RayCluster, and no
+    request fails."""
     rs, obj = deploy(k8s, namespace, ray_version, timeouts)
     name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
     gen = start_traffic(k8s, namespace, obj, timeouts)
 
+    # step 1: an upgrade whose new application takes a while to start (it stays DEPLOYING for that long)
     measure("upgrade.started_at_s", elapsed(gen))
-    trigger_upgrade(rs, obj, "head-failure")
+    trigger_upgrade(rs, obj, "head-failure", env={"GREETER_INIT_DELAY_S": str(APP_START_DELAY_S)})
     pending = rayservice_must_have_pending_cluster(k8s, namespace, name, timeouts.medium)
-    head = head_pod_must_be_created(k8s, namespace, pending, timeouts.medium)
+
+    # step 2: once the operator has submitted the Serve config to the pending cluster, its head Pod is lost
+    pending_cluster_must_get_applications(k8s, namespace, name, pending, timeouts.medium)
+    head = head_pod_must_be_created(k8s, namespace, pending, timeouts.short)
     measure("upgrade.pending_head_killed_at_s", elapsed(gen))
     client.CoreV1Api(k8s).delete_namespaced_pod(head.metadata.name, namespace, grace_period_seconds=0)
 
+    # step 3: the upgrade still completes (the config submitted again), without a failed request
     wait_switched(k8s, namespace, name, old, gen, timeouts, measure)
     stats = final_stats(gen, measure)
     # The pending cluster serves no traffic before the switch, so its head failing must cost no request.
