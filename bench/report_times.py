@@ -1,7 +1,7 @@
 """Prints the wall time of each test in a conformance report, per profile (RayCluster, RayJob, RayService),
 with each group's sum, and the traffic numbers the tests measured.
 
-    .venv/bin/python bench/report_times.py reports/<run-id>/conformance-report.yaml
+    .venv/bin/python bench/report_times.py reports/<run-id>[/conformance-report.yaml]
 """
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ from rayconformance.fixtures import features
 
 
 def main(path: str) -> int:
-    report = yaml.safe_load(Path(path).read_text())
+    file = Path(path) / "conformance-report.yaml" if Path(path).is_dir() else Path(path)
+    try:
+        report = yaml.safe_load(file.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        sys.exit(f"bench: cannot read the conformance report {file}: {e}; give a run directory under reports/")
     groups: dict[str, list[dict]] = {}
     for t in report["tests"]:
         profile = features.BY_NAME[t["features"][0]].profile
@@ -34,5 +38,5 @@ def main(path: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: bench/report_times.py reports/<run-id>/conformance-report.yaml")
+        sys.exit("usage: bench/report_times.py reports/<run-id>[/conformance-report.yaml]")
     sys.exit(main(sys.argv[1]))
