@@ -22,17 +22,18 @@ def create_provisioned(api: client.ApiClient, namespace: str, body: dict, timeou
 
 
 class PodWatch(Watching):
-    """Every change to one RayCluster's Pods of one node type, seen through the watch API from the moment it is
-    started (start it before creating the RayCluster to see every Pod ever created). Use as a context manager.
+    """Every change to one RayCluster's Pods of one node type (and, given `group`, of that worker group only), seen
+    through the watch API from the moment it is started (start it before creating the RayCluster to see every Pod
+    ever created). Use as a context manager.
 
     `created` lists the Pods (by UID) ever seen, `deleted` those seen going away (deletionTimestamp set or
     removed), `peak` the largest number of live Pods (existing, not being deleted) seen at any one time and
-    `peak_pods` which ones they were. With `group`, only that worker group's Pods."""
+    `peak_pods` which ones they were."""
 
     def __init__(self, api: client.ApiClient, namespace: str, cluster: str, node_type: str = "worker",
                  group: str | None = None):
         self.selector = f"ray.io/cluster={cluster},ray.io/node-type={node_type}" + (f",ray.io/group={group}"
-                                                                                   if group else "")
+                                                                                    if group else "")
         self.lock = threading.Lock()
         self.live: dict[str, str] = {}  # uid -> name
         self.names: dict[str, str] = {}  # uid -> name, every Pod seen
@@ -90,6 +91,29 @@ class ConditionWatch(Watching):
     def seen(self, ctype: str) -> list[tuple[str, str]]:
         """`(status, reason)` of `ctype` in each observed version, `("absent", "")` where it was missing."""
         return [v.get(ctype, ("absent", "")) for v in self.versions]
+
+
+class ReplicasWatch(Watching):
+    """Every version of one RayCluster's worker group `replicas` (spec.workerGroupSpecs[].replicas, what the
+    autoscaler patches), seen through the watch API from the moment it is started, the current version first.
+    Use as a context manager; `values(group)` lists that group's replicas in the order observed, a value repeated
+    in consecutive versions once."""
+
+    def __init__(self, api: client.ApiClient, namespace: str, name: str):
+        self.lock = threading.Lock()
+        self.versions: list[dict[str, int]] = []
+        self.watch = ListWatch(self._see, client.CustomObjectsApi(api).list_namespaced_custom_object, ray.GROUP,
+                               ray.VERSION, namespace, "rayclusters", field_selector=f"metadata.name={name}")
+
+    def _see(self, kind: str, obj: dict) -> None:
+        groups = (obj.get("spec") or {}).get("workerGroupSpecs") or []
+        with self.lock:
+            self.versions.append({g.get("groupName"): g.get("replicas", 0) for g in groups})
+
+    def values(self, group: str) -> list[int]:
+        with self.lock:
+            seen = [v[group] for v in self.versions if group in v]
+        return [x for i, x in enumerate(seen) if i == 0 or x != seen[i - 1]]
 
 
 class WatchLog:

@@ -10,7 +10,8 @@ import pytest
 from kubernetes import client
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import group_must_have_ready_workers, ray_job_must_succeed
+from rayconformance.fixtures.expect.raycluster import (group_pods, group_workers_must_be_running_and_ready,
+                                                        ray_job_must_succeed)
 from rayconformance.fixtures.expect.workloads import describe_pods
 
 from .helpers import PodWatch, create_provisioned
@@ -154,8 +155,7 @@ def node_gpus(core: client.CoreV1Api, node: str) -> int:
 
 
 def group_start_commands(k8s, namespace: str, cluster: str, group: str) -> dict[str, str]:
-    return {p.metadata.name: start_command(p) for p in ray.cluster_pods(k8s, namespace, cluster, "worker")
-            if (p.metadata.labels or {}).get("ray.io/group") == group}
+    return {p.metadata.name: start_command(p) for p in group_pods(k8s, namespace, cluster, group)}
 
 
 def has_gpu_nodes(k8s, provider) -> bool:
@@ -180,8 +180,8 @@ def test_gpu_group_scales_from_zero_and_back(k8s, namespace, ray_version, timeou
         # step 1: the cluster comes up with its CPU worker on a GPU node and no GPU worker
         _, obj = create_provisioned(k8s, namespace, body, timeouts.long)
         svc = obj["status"]["head"]["serviceName"]
-        [cpu_worker] = group_must_have_ready_workers(k8s, namespace, name, "cpu-on-gpu-node", 1, timeouts.medium,
-                                                     what="the CPU group's one worker")
+        [cpu_worker] = group_workers_must_be_running_and_ready(k8s, namespace, name, "cpu-on-gpu-node", 1,
+                                                               timeouts.medium, what="the CPU group's one worker")
         assert not gpu_pods.live_names(), \
             f"the gpu group (replicas 0) must start with no Pods; observed {gpu_pods.summary()}"
 
@@ -204,8 +204,8 @@ def test_gpu_group_scales_from_zero_and_back(k8s, namespace, ray_version, timeou
         assert actor is not None, \
             (f"an actor asking for num_gpus=1 was not placed within {int(timeouts.medium)}s of the demand; gpu group "
              f"Pods: {gpu_pods.summary()}; their start commands: {group_start_commands(k8s, namespace, name, 'gpu')}")
-        [worker] = group_must_have_ready_workers(k8s, namespace, name, "gpu", 1, timeouts.short,
-                                                 what="the autoscaler's one GPU worker for one GPU of demand")
+        [worker] = group_workers_must_be_running_and_ready(
+            k8s, namespace, name, "gpu", 1, timeouts.short, what="the autoscaler's one GPU worker for one GPU of demand")
         assert node_gpus(core, worker.spec.node_name) >= 1, \
             f"the GPU worker {worker.metadata.name} must run on a GPU node; Node {worker.spec.node_name} has no {GPU}"
         assert actor["node_ip"] == worker.status.pod_ip and actor["node_gpus"] == 1 and len(actor["gpu_ids"]) == 1, \
@@ -214,8 +214,8 @@ def test_gpu_group_scales_from_zero_and_back(k8s, namespace, ray_version, timeou
 
         # step 4: without the demand the group goes back to zero
         ray_job_must_succeed(k8s, namespace, svc, RELEASE_GPU, timeouts.medium)
-        group_must_have_ready_workers(k8s, namespace, name, "gpu", 0, timeouts.long,
-                                      what="the idle GPU worker to be removed after the idle timeout")
+        group_workers_must_be_running_and_ready(k8s, namespace, name, "gpu", 0, timeouts.long,
+                                                what="the idle GPU worker to be removed after the idle timeout")
     gpu_pods.must_not_have_failed()
     assert gpu_pods.peak == 1 and len(gpu_pods.created) == 1, \
         f"one GPU of demand must bring up exactly one GPU worker Pod; observed {gpu_pods.summary()}"

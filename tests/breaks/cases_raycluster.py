@@ -61,6 +61,17 @@ CASES = [
     # autoscalerOptions.version v2 runs autoscaler v1 (RAY_enable_autoscaler_v2=false on the head)
     Case("demand_scales_workers_up_and_idle_down[v2]", "autoscaler v2 must run",
          patch="raycluster-autoscaler-v2-runs-v1"),
+    # the operator's CRD lacks workerGroupSpecs[].idleTimeoutSeconds and autoscalerOptions.upscalingMode: the API
+    # server prunes both, so Ray's autoscaler never sees them (the group idles out after the cluster's 600 s; the
+    # upscaling mode is Default, all at once)
+    Case("group_idle_timeout_overrides_the_cluster_one", "group quick's idle worker to be removed",
+         patch="raycluster-crd-drops-autoscaler-tuning"),
+    Case("upscaling_mode_paces_new_workers[Conservative]", "must add workers one at a time",
+         patch="raycluster-crd-drops-autoscaler-tuning"),
+    # the operator starts the autoscaler with AUTOSCALER_MAX_CONCURRENT_LAUNCHES=1: one launch in flight at most,
+    # whatever upscalingMode says
+    Case("upscaling_mode_paces_new_workers[Aggressive]", "must add all 3 workers the demand needs at once",
+         patch="raycluster-autoscaler-launches-one-at-a-time"),
     # token auth: the Secret is created but the Ray containers get no RAY_AUTH_MODE/RAY_AUTH_TOKEN, so Ray runs
     # without auth and its dashboard accepts anyone (scale 0.6: the cluster must still get provisioned in time)
     Case("token_auth_guards_the_dashboard", "must refuse a request without the token",
