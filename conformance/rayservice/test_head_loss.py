@@ -19,6 +19,12 @@ from .helpers import (ObjectWatch, deploy, elapsed, final_stats, no_raycluster_m
 APP = "greeter"
 
 
+# Not claimed by any profile yet: against KubeRay v1.6.1 with Ray 2.60.0 on the local bed (run headloss-pass1) the
+# head came back, the RayService stayed on its cluster and the worker Pod was kept, but about 30 s after the new head
+# started the worker's readiness probe failed on its Serve proxy check (raylet check passed), so the worker left the
+# serve Service for about 130 s: Ready=False/ZeroServeEndpoints and 138 of 1121 requests refused. KubeRay's own
+# e2e (TestRayServiceGCSFaultTolerance) only kills gcs_server, not the head Pod. Cause (Serve's controller
+# recovering on the new head, or the bed) not yet found.
 @pytest.mark.feature("RayServiceHeadLossWithGCSFT", "RayClusterGCSFaultTolerance")
 def test_gcs_ft_head_loss_drops_no_request(k8s, namespace, ray_version, timeouts, redis, measure):
     """With GCS fault tolerance (external Redis) and the head kept out of the serve Service, losing the active
