@@ -174,3 +174,62 @@ def distinct_states(versions: list[Version]) -> list[str]:
         else:
             out.append([s, 1])
     return [s + (f" (x{n})" if n > 1 else "") for s, n in out]
+
+
+def _states_seen(watch: ObjectWatch) -> str:
+    return "; observed, in order:\n  " + "\n  ".join(distinct_states(watch.snapshot()))
+
+
+def rayservice_must_serve_again_from(watch: ObjectWatch, api, namespace: str, name: str, cluster: str, app: str,
+                                     timeout: float, *, after: str) -> dict:
+    """After `after` (e.g. losing the head), the RayService `name` serves again from the same RayCluster
+    `cluster`: Ready=True, application `app` RUNNING in its status, no pending RayCluster. Fails at once when the
+    `watch` on it sees another active or a pending RayCluster. Returns the RayService."""
+    __tracebackhide__ = True
+    from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, application_status,
+                                                           describe_rayservice, is_ready)
+    from rayconformance.fixtures.waiting import wait_until
+
+    rs = ray.RayResources(api, namespace, "RayService")
+
+    def moved() -> Version | None:
+        return watch.first(lambda v: active_and_pending_clusters(v.obj) != (cluster, None), 0)
+
+    def serving(obj: dict | None) -> bool:
+        return (active_and_pending_clusters(obj) == (cluster, None) and is_ready(obj)
+                and application_status(obj, app) == "RUNNING")
+
+    seen, obj = wait_until(lambda: (moved(), rs.get(name)), lambda s: s[0] is not None or serving(s[1]),
+                           f"RayService {name} to serve again from RayCluster {cluster} after {after} (Ready=True, "
+                           f"application {app} RUNNING, no pending RayCluster)", timeout,
+                           render=lambda s: f"{describe_rayservice(s[1])}; application {app}: "
+                                            f"{application_status(s[1], app)}")
+    watch.must_not_have_failed()
+    assert seen is None, (f"after {after}, RayService {name} must stay on RayCluster {cluster} with no pending "
+                          f"one; observed at {seen and seen.t:.1f}s active/pending "
+                          f"{active_and_pending_clusters(seen and seen.obj)}{_states_seen(watch)}")
+    return obj
+
+
+def rayservice_must_have_stayed_ready(watch: ObjectWatch, name: str, *, through: str) -> None:
+    """Every version of the RayService `name` the `watch` saw had Ready=True: it never reported itself not ready
+    `through` what happened."""
+    __tracebackhide__ = True
+    from rayconformance.fixtures.expect.rayservice import is_ready
+
+    watch.must_not_have_failed()
+    dropped = watch.first(lambda v: not is_ready(v.obj), 0)
+    assert dropped is None, (f"RayService {name} must stay Ready=True through {through}; observed at "
+                             f"{dropped and dropped.t:.1f}s: {dropped and rayservice_state(dropped.obj)}"
+                             f"{_states_seen(watch)}")
+
+
+def no_raycluster_must_be_created(watch: ObjectWatch, *, through: str) -> None:
+    """The `watch` on the namespace's RayClusters saw none created (only those listed when it started)."""
+    __tracebackhide__ = True
+    watch.must_not_have_failed()
+    listed = sorted({v.obj["metadata"]["name"] for v in watch.snapshot() if v.type == "LISTED"})
+    created = watch.first(lambda v: v.type == "ADDED", 0)
+    assert created is None, (f"no RayCluster may be created through {through} (there were {listed}); observed "
+                             f"RayCluster {created and created.obj['metadata']['name']} created at "
+                             f"{created and created.t:.1f}s")

@@ -79,4 +79,12 @@ CASES = [
     # RayService to a new RayCluster.
     Case("operator_upgrade_keeps_serving[kuberay-v1.5.1]", r"must keep RayService .*observed: RayCluster \S+ created",
          patch="rayservice-recreates-cluster-after-operator-upgrade", timeout_scale=1.0),
+    # The operator takes an active RayCluster whose head Pod is not ready for one to replace (as if GCS fault
+    # tolerance could not keep it): losing the head starts an upgrade to a new RayCluster.
+    Case("gcs_ft_head_loss_drops_no_request", r"must stay on RayCluster \S+ with no pending one",
+         patch="rayservice-replaces-cluster-on-head-loss", timeout_scale=0.5),
+    # The operator's readiness probe for RayService workers no longer asks the worker's Serve proxy: a worker
+    # whose proxy is gone stays in the serve Service.
+    Case("serve_service_routes_only_to_healthy_proxies", r"route to exactly .*the worker runs no replica",
+         patch="rayservice-worker-readiness-ignores-serve-proxy"),
 ]
