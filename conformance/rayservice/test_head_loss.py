@@ -109,7 +109,7 @@ def test_serve_service_routes_only_to_healthy_proxies(k8s, namespace, ray_versio
     docs = [d for d in greeter if d["kind"] == "ConfigMap"] + ray.load_sample("rayservice-greeter-endpoints",
                                                                               ray_version)
     rs, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
-    name, (cluster, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
+    cluster, _ = active_and_pending_clusters(obj)
     workers = ray.cluster_pods(k8s, namespace, cluster, "worker")
     assert len(workers) == 1, f"expected one worker Pod in {cluster}, observed {len(workers)}"
     worker = workers[0].metadata.name
