@@ -1,5 +1,6 @@
-"""A RayService losing its head Pod with no upgrade going on (with GCS fault tolerance it keeps serving), and which
-Pods its serve Service routes to (only those with a working Serve proxy)."""
+"""A RayService losing its head Pod with no upgrade going on (with GCS fault tolerance it keeps serving; without, its
+applications are deployed again), and which Pods its serve Service routes to (only those with a working Serve
+proxy)."""
 from __future__ import annotations
 
 import pytest
@@ -85,6 +86,42 @@ def test_gcs_ft_head_loss_drops_no_request(k8s, namespace, ray_version, timeouts
     assert stats["failures"] == 0, \
         (f"with GCS fault tolerance, losing the head Pod (at {lost_at}s) must not fail requests; observed "
          f"{stats['failures']} failed: {summary(stats)}")
+
+
+@pytest.mark.feature("RayServiceHeadLossRedeploy")
+def test_head_loss_without_ft_redeploys_the_applications(k8s, namespace, ray_version, timeouts, measure):
+    """Without GCS fault tolerance, a RayService whose active head Pod is lost while no upgrade is going on gets its
+    Serve application back: a new head Pod comes up in the same RayCluster, the operator finds that head without
+    the application and submits it again, the RayService reports Ready with the application RUNNING on that same
+    RayCluster (no pending or new one), and the serve Service answers from the new head."""
+    _, obj = deploy(k8s, namespace, ray_version, timeouts)
+    name, (cluster, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
+    heads = ray.cluster_pods(k8s, namespace, cluster, "head")
+    assert len(heads) == 1, f"expected one head Pod in the active RayCluster {cluster}, observed {len(heads)}"
+
+    with ObjectWatch(k8s, namespace, "rayservices", name) as service, \
+            ObjectWatch(k8s, namespace, "rayclusters") as clusters:
+        # step 1: the active head Pod, which runs the only Serve replica, is lost
+        client.CoreV1Api(k8s).delete_namespaced_pod(heads[0].metadata.name, namespace, grace_period_seconds=0)
+
+        # step 2: a new head Pod comes up in the same RayCluster
+        new_head = new_head_must_be_ready(k8s, namespace, cluster, heads[0].metadata.uid, timeouts.medium)
+        measure("head_loss.new_head_ready_at_s", service.now())
+
+        # step 3: the serve Service answers again: the application was submitted again to the new head
+        serve_service_must_answer(k8s, namespace, obj, timeouts.long, body=f"v1 from {cluster}")
+        measure("head_loss.answering_again_at_s", service.now())
+
+        # step 4: the RayService reports Ready with the application RUNNING, still on the same RayCluster
+        rayservice_must_serve_again_from(service, k8s, namespace, name, cluster, APP, timeouts.medium,
+                                         after="the loss of its head Pod")
+        alive = [p.metadata.name for p in ray.cluster_pods(k8s, namespace, cluster, "head")
+                 if p.metadata.deletion_timestamp is None]
+        assert alive == [new_head.metadata.name], \
+            f"expected the new head {new_head.metadata.name} to be the only head of {cluster}, observed {alive}"
+
+        # step 5: no RayCluster was created
+        no_raycluster_must_be_created(clusters, through="the loss of the head Pod (no upgrade going on)")
 
 
 def _place_replica(rs: ray.RayResources, obj: dict, actor_options: dict) -> dict:

@@ -1,21 +1,26 @@
 """Incremental RayService upgrade (NewClusterWithIncrementalUpgrade) through a real Gateway: traffic moves to
-the new cluster in steps of stepSizePercent, at most every intervalSeconds, and no request fails."""
+the new cluster in steps of stepSizePercent, at most every intervalSeconds, and no request fails; reverting the
+spec mid-upgrade rolls the traffic back; options that cannot work are refused."""
 from __future__ import annotations
 
 import copy
 import datetime as dt
 
 import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from rayconformance.fixtures import ray
+from rayconformance.fixtures.expect.conditions import condition, has_condition
 from rayconformance.fixtures.expect.gateway import gateway_must_be_programmed
+from rayconformance.fixtures.expect.raycluster import raycluster_must_be_gone
 from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, describe_rayservice,
-                                                       has_switched_from)
+                                                       has_switched_from, rayservice_must_have_condition)
 from rayconformance.fixtures.expect.traffic import answers_must_come_from
-from rayconformance.fixtures.traffic import summary
+from rayconformance.fixtures.traffic import answered, summary
 from rayconformance.fixtures.waiting import wait_until
 
-from .helpers import deploy, final_stats, start_traffic, trigger_upgrade
+from .helpers import ObjectWatch, deploy, distinct_states, elapsed, final_stats, start_traffic, trigger_upgrade
 
 STEP, INTERVAL, SURGE = 25, 10, 50
 
@@ -87,3 +92,129 @@ def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, t
     answers = " ".join(stats["answers"])
     assert old in answers and new in answers, f"expected answers from both {old} and {new}: {stats['answers']}"
     assert stats["failures"] == 0, f"an incremental upgrade must not fail requests: {summary(stats)}"
+
+
+def answer_counts(stats: dict | None, cluster: str) -> int:
+    """How many answers so far named RayCluster `cluster`."""
+    return sum(n for a, n in ((stats or {}).get("answers") or {}).items() if cluster in a)
+
+
+@pytest.mark.feature("RayServiceIncrementalRollback")
+def test_reverting_the_spec_mid_upgrade_rolls_traffic_back(k8s, namespace, ray_version, timeouts, gateway, measure):
+    """Reverting a RayService's cluster spec while an incremental upgrade has moved part of the traffic to the new
+    RayCluster rolls the upgrade back: the RayService reports RollbackInProgress=True, traffic returns to the
+    original RayCluster, which stays the active one, the new RayCluster is deleted, the upgrade ends
+    (UpgradeInProgress=False, no pending cluster), later answers all come from the original cluster, and no
+    request fails."""
+    gateway_class = gateway()
+    docs = incremental_service(ray_version, gateway_class.class_name)
+    rs, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
+    name, (original, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
+    original_spec = copy.deepcopy(obj["spec"]["rayClusterConfig"])
+    gateway_must_be_programmed(k8s, namespace, f"{name}-gateway", timeouts.medium)
+    gen = start_traffic(k8s, namespace, obj, timeouts, url=gateway_class.url)
+
+    # step 1: an upgrade starts and moves part of the traffic to a new RayCluster
+    trigger_upgrade(rs, obj, "rollback")
+
+    def part_moved(o: dict | None) -> bool:
+        routed = traffic(o, "pendingServiceStatus")[0]
+        return bool(active_and_pending_clusters(o)[1]) and routed is not None and 0 < routed < 100
+
+    obj = wait_until(lambda: rs.get(name), part_moved, "part of the traffic to move to the new RayCluster",
+                     timeouts.long, interval=0.5, render=lambda o: f"{describe_rayservice(o)}; pending traffic/"
+                     f"capacity {traffic(o, 'pendingServiceStatus')[:2]}; traffic {summary(gen.stats())}")
+    pending = active_and_pending_clusters(obj)[1]
+    answers_must_come_from(gen, pending, timeouts.medium)
+    measure("rollback.reverted_at_pending_percent", traffic(obj, "pendingServiceStatus")[0])
+
+    with ObjectWatch(k8s, namespace, "rayservices", name) as watch:
+        # step 2: the cluster spec is reverted to the original one
+        rs.patch(name, {"spec": {"rayClusterConfig": original_spec}})
+        reverted_at = elapsed(gen)
+        measure("rollback.reverted_at_s", reverted_at)
+
+        # step 3: the RayService reports the rollback
+        rolling = watch.first(lambda v: has_condition(v.obj, "RollbackInProgress", "True"), timeouts.medium)
+        watch.must_not_have_failed()
+        assert rolling is not None, (f"after the cluster spec was reverted mid-upgrade, RayService {name} must report "
+                                     f"RollbackInProgress=True; observed, in order:\n  "
+                                     + "\n  ".join(distinct_states(watch.snapshot())))
+        measure("rollback.reason", (condition(rolling.obj, "RollbackInProgress") or {}).get("reason"))
+
+        # step 4: the rollback ends on the original RayCluster, with all the traffic and no pending cluster
+        def rolled_back(o: dict | None) -> bool:
+            return (active_and_pending_clusters(o) == (original, None) and not has_condition(o, "RollbackInProgress")
+                    and has_condition(o, "UpgradeInProgress", "False")
+                    and traffic(o, "activeServiceStatus")[0] == 100)
+
+        obj = wait_until(lambda: rs.get(name), rolled_back,
+                         f"the rollback to end on RayCluster {original} (active, trafficRoutedPercent 100, no pending "
+                         f"cluster, UpgradeInProgress=False, no RollbackInProgress)", timeouts.long, interval=0.5,
+                         render=lambda o: f"{describe_rayservice(o)}; active traffic/capacity "
+                                          f"{traffic(o, 'activeServiceStatus')[:2]}; traffic {summary(gen.stats())}")
+        measure("rollback.completed_at_s", elapsed(gen))
+        moved = watch.first(lambda v: active_and_pending_clusters(v.obj)[0] not in (original, None), 0)
+        assert moved is None, (f"RayCluster {original} must stay the active one through the rollback; observed "
+                               f"active {active_and_pending_clusters(moved and moved.obj)[0]} at {moved and moved.t:.1f}s")
+
+    # step 5: the new RayCluster is deleted
+    raycluster_must_be_gone(k8s, namespace, pending, timeouts.medium, after="the rollback")
+
+    # step 6: from now on every answer comes from the original RayCluster
+    before = gen.stats()
+    later = wait_until(gen.stats, lambda s: answered(s) - answered(before) >= 40,
+                       "40 more answers after the rollback", timeouts.medium, render=summary)
+    from_new = answer_counts(later, pending) - answer_counts(before, pending)
+    from_original = answer_counts(later, original) - answer_counts(before, original)
+    assert from_new == 0 and from_original > 0, \
+        (f"after the rollback every answer must come from RayCluster {original}; of the next "
+         f"{answered(later) - answered(before)} answers {from_original} came from it and {from_new} from {pending}")
+
+    # step 7: no request failed
+    stats = final_stats(gen, measure)
+    assert stats["failures"] == 0, \
+        f"rolling an incremental upgrade back (spec reverted at {reverted_at}s) must not fail requests: {summary(stats)}"
+
+
+# Options the operator must refuse for NewClusterWithIncrementalUpgrade: each (option values, what the refusal names)
+INVALID_OPTIONS = {
+    "surge-above-100": ({"maxSurgePercent": 150}, "maxSurgePercent"),
+    "zero-interval": ({"intervalSeconds": 0}, "intervalSeconds"),
+    "no-gateway-class": ({"gatewayClassName": ""}, "gatewayClassName"),
+}
+
+
+@pytest.mark.feature("RayServiceIncrementalUpgradeValidation")
+@pytest.mark.parametrize("case", list(INVALID_OPTIONS))
+def test_invalid_upgrade_options_are_rejected(k8s, namespace, ray_version, timeouts, case):
+    """A RayService asking for an incremental upgrade with an option that cannot work (a surge above 100%, an
+    interval of 0 seconds, no Gateway class) is rejected: the API server refuses it, or the operator reports
+    Ready=False/ValidationFailed with a message naming the option; either way no RayCluster, Service or Pod is
+    created for it."""
+    options, named = INVALID_OPTIONS[case]
+    docs = incremental_service(ray_version, "rayconformance-unused")
+    rs_body = next(d for d in docs if d["kind"] == "RayService")
+    rs_body["spec"]["upgradeStrategy"]["clusterUpgradeOptions"].update(options)
+    ray.create_objects(k8s, namespace, [d for d in docs if d["kind"] != "RayService"])
+    name = rs_body["metadata"]["name"]
+
+    # step 1: the API server refuses it, or the operator reports it invalid, naming the option
+    try:
+        ray.RayResources(k8s, namespace, "RayService").create(rs_body)
+    except ApiException as e:
+        assert e.status == 422 and named in (e.body or ""), \
+            f"expected the API server to refuse the RayService naming {named}, observed HTTP {e.status}: {e.body}"
+    else:
+        obj = rayservice_must_have_condition(k8s, namespace, name, "Ready", "False", "ValidationFailed",
+                                             timeouts.short)
+        message = (condition(obj, "Ready") or {}).get("message") or ""
+        assert named in message, f"expected the Ready message to name {named}, observed {message!r}"
+
+    # step 2: nothing was created for it
+    clusters = [c["metadata"]["name"] for c in ray.RayResources(k8s, namespace, "RayCluster").list()]
+    services = [s.metadata.name for s in client.CoreV1Api(k8s).list_namespaced_service(namespace).items]
+    pods = [p.metadata.name for p in client.CoreV1Api(k8s).list_namespaced_pod(namespace).items]
+    assert not (clusters or services or pods), \
+        (f"a RayService with invalid upgrade options ({options}) must create nothing; observed RayClusters {clusters}, "
+         f"Services {services}, Pods {pods}")

@@ -87,4 +87,15 @@ CASES = [
     # whose proxy is gone stays in the serve Service.
     Case("serve_service_routes_only_to_healthy_proxies", r"route to exactly .*the worker runs no replica",
          patch="rayservice-worker-readiness-ignores-serve-proxy"),
+    # The operator does not notice that the new head of its active RayCluster has no Serve application (no GCS FT),
+    # so it never submits it again: the serve Service never answers from the new head.
+    Case("head_loss_without_ft_redeploys_the_applications", r"the answer 'v1 from",
+         patch="rayservice-no-resubmit-after-head-loss", timeout_scale=0.5),
+    # A spec reverted during an incremental upgrade never starts a rollback.
+    Case("reverting_the_spec_mid_upgrade_rolls_traffic_back", "must report RollbackInProgress=True",
+         patch="rayservice-never-rolls-back"),
+    # The operator never checks clusterUpgradeOptions: each invalid option is accepted and a RayCluster created.
+    *(Case(f"invalid_upgrade_options_are_rejected[{case}]", "Ready=False/ValidationFailed",
+           patch="rayservice-skips-upgrade-options-validation") for case in ("surge-above-100", "zero-interval",
+                                                                            "no-gateway-class")),
 ]
