@@ -1,7 +1,7 @@
 """KubeRay's own sample manifests, unmodified, on a cluster: how many reach their goal, and why the others do not.
 
     .venv/bin/python bench/upstream_samples.py [--provider local] [--cluster local-cpu]
-        [--operator-profile kuberay-v1.6.1] [--only SUBSTRING ...] [--timeout 300] [--list]
+        [--operator-profile kuberay-v1.6.1] [--only SUBSTRING ...] [--timeout 300] [--jobs 3] [--list]
 
 The samples are the top-level `config/samples/*.yaml` of the KubeRay module at the profile's version (the tool
 cache's copy, else the Go module cache). Skipped, with the reason: samples that need hardware (GPUs, TPUs), cloud
@@ -10,7 +10,11 @@ package installs, model downloads), and files with no Ray resource. Every other 
 time, in a fresh namespace (the only change: that namespace), and is "reached" when each of its Ray resources
 reaches its goal: RayCluster state ready, RayJob jobDeploymentStatus Complete with jobStatus SUCCEEDED, RayService
 Ready, RayCronJob a RayJob scheduled. A failure prints its cause: the resource's last status, Pods that are not
-ready (with waiting reasons) and Warning events.
+ready (with waiting reasons) and Warning events. `--jobs` samples run at once, each in its own namespace.
+
+On a provider that loads images into its nodes (kind), the images the samples name are loaded when they can be
+built offline (`rayproject/ray:<release>` is built first when missing, as `make kind-images` does); any other
+image is left out, so its Pods fail to pull it, as on a node with no registry.
 
 It brings the cluster up and installs the operator itself (on `local` it waits for the machine's test-bed lock),
 and takes both down at the end.
@@ -18,6 +22,7 @@ and takes both down at the end.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import re
 import shutil
@@ -179,6 +184,43 @@ def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool,
         namespaces.delete(core, ns, 300)
 
 
+RAY_RELEASE_IMAGE = re.compile(r"^rayproject/ray:(\d+\.\d+\.\d+)$")
+
+
+def named_images(objs: list[dict]) -> set[str]:
+    """Every `image:` value in the objects."""
+    found: set[str] = set()
+
+    def walk(x) -> None:
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "image" and isinstance(v, str):
+                    found.add(v)
+                else:
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    for o in objs:
+        walk(o)
+    return found
+
+
+def images_to_load(images: set[str]) -> tuple[list[str], list[str]]:
+    """(images with an offline archive, after building the missing Ray release images; images left out)."""
+    from rayconformance.clusters.kind import image_archives
+
+    missing = sorted(m.group(1) for i in images if (m := RAY_RELEASE_IMAGE.match(i)) and i not in image_archives())
+    if missing:
+        print(f"building Ray images {' '.join(missing)} offline (clusters/kind/build-app-images.sh ray)", flush=True)
+        root = Path(__file__).resolve().parents[1]
+        subprocess.run(["bash", str(root / "clusters/kind/build-app-images.sh"), "ray"], check=True,
+                       env={**os.environ, "RAY_IMAGE_VERSIONS": " ".join(missing)})
+    archives = image_archives()
+    return sorted(i for i in images if i in archives), sorted(i for i in images if i not in archives)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--provider", default="local")
@@ -186,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--operator-profile", default="kuberay-v1.6.1")
     ap.add_argument("--only", nargs="*", default=[], help="samples whose file name contains one of these")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per sample")
+    ap.add_argument("--jobs", type=int, default=3, help="samples run at once")
     ap.add_argument("--list", action="store_true", help="only print which samples would run or be skipped")
     a = ap.parse_args(argv)
     profile = profiles.load(a.operator_profile)
@@ -209,17 +252,27 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
     run_dir = Path(tempfile.mkdtemp(prefix="rc-samples-"))
     provider = providers.make_provider(a.provider, a.cluster, run_dir)
+    load, left_out = [], []
+    if provider.name == "kind":  # the local bed maps images to host runtimes itself (Ray from PyPI on first use)
+        load, left_out = images_to_load(set().union(*(named_images(o) for _, o in todo)))
     cluster = provider.up()
     print(f"cluster {cluster.name} up in {cluster.bringup_seconds:.1f}s", flush=True)
     results = []
     try:
+        if load:
+            provider.load_images(load)
+            print(f"images loaded: {', '.join(load)}; left out (no offline build): {', '.join(left_out) or 'none'}",
+                  flush=True)
         operator.install(profile, cluster, run_dir, provider)
         api = kube.api_client(cluster.kubeconfig)
-        for path, objs in todo:
-            ok, why, secs = run_sample(api, path, objs, a.timeout)
-            results.append((path.name, ok, why))
-            print(f"  {'REACHED' if ok else 'FAILED '} {path.name} ({secs:.0f}s){'' if ok else chr(10) + '      ' + why}",
-                  flush=True)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+            runs = {pool.submit(run_sample, api, path, objs, a.timeout): path for path, objs in todo}
+            for done in concurrent.futures.as_completed(runs):
+                path = runs[done]
+                ok, why, secs = done.result()
+                results.append((path.name, ok, why))
+                print(f"  {'REACHED' if ok else 'FAILED '} {path.name} ({secs:.0f}s)"
+                      f"{'' if ok else chr(10) + '      ' + why}", flush=True)
         operator.uninstall(profile, cluster, run_dir)
     finally:
         provider.down()
