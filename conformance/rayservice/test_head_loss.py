@@ -83,9 +83,20 @@ def test_gcs_ft_head_loss_drops_no_request(k8s, namespace, ray_version, timeouts
          f"was Ready at {(while_lost or {}).get('elapsed')}s), observed none: {summary(stats)}")
 
     # step 9: and no request failed
+    unready = readiness_failures(k8s, namespace, workers)
+    measure("head_loss.worker_readiness_failures", unready)
     assert stats["failures"] == 0, \
         (f"with GCS fault tolerance, losing the head Pod (at {lost_at}s) must not fail requests; observed "
-         f"{stats['failures']} failed: {summary(stats)}")
+         f"{stats['failures']} failed: {summary(stats)}; the worker's readiness failures: {unready or 'none'}")
+
+
+def readiness_failures(k8s, namespace: str, pods: list) -> list[str]:
+    """The distinct messages of the Unhealthy events of `pods` (why a probe failed), oldest first."""
+    names = {p.metadata.name for p in pods}
+    events = client.CoreV1Api(k8s).list_namespaced_event(namespace, field_selector="reason=Unhealthy").items
+    events.sort(key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
+    return list(dict.fromkeys(f"{e.involved_object.name}: {e.message}" for e in events
+                              if e.involved_object.name in names))
 
 
 @pytest.mark.feature("RayServiceHeadLossRedeploy")
