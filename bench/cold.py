@@ -3,7 +3,7 @@ build and module caches, pip's cache), set up step by step and then run as a use
 each setup step, of the suite run (with the builds it does on first use: the profile's operator, the Gateway
 implementation), the run's outcomes, the sum of its test durations and the machine's peak memory use.
 
-    .venv/bin/python bench/cold.py [--workdir /tmp/rc-cold] [--keep] [-- <CONFORMANCE_ARGS>]
+    .venv/bin/python bench/cold.py [--workdir /var/tmp/rc-cold] [--keep] [-- <CONFORMANCE_ARGS>]
 
 Debian packages and the Go toolchain already on the machine are reused (their step is timed all the same).
 The clone and the cold caches are removed afterwards unless --keep; the output stays in reports/. Needs the machine to itself: it brings
@@ -55,10 +55,14 @@ def timed(argv: list[str], cwd: Path, env: dict, log: Path) -> tuple[float, int]
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workdir", type=Path, default=Path(f"/tmp/rc-cold-{time.strftime('%Y%m%d-%H%M%S')}"))
+    ap.add_argument("--workdir", type=Path, default=Path(f"/var/tmp/rc-cold-{time.strftime('%Y%m%d-%H%M%S')}"))
     ap.add_argument("--keep", action="store_true", help="keep the clone and the cold caches")
     ap.add_argument("args", nargs="*", help="CONFORMANCE_ARGS for the run (after --)")
     a = ap.parse_args(argv)
+    from rayconformance.clusters.local.paths import cache_problem
+
+    if cache_problem(a.workdir / "cache"):
+        raise SystemExit(f"bench: {cache_problem(a.workdir / 'cache')}; pass a --workdir outside /tmp")
     if a.workdir.exists():
         raise SystemExit(f"bench: {a.workdir} exists; pass a new --workdir or remove it")
     a.workdir.mkdir(parents=True)

@@ -11,6 +11,16 @@ STATE_ROOT = Path(os.environ.get("RAYCONF_STATE", "/run/rayconformance"))
 LOCK_FILE = Path(os.environ.get("RAYCONF_LOCK", "/run/rayconformance.lock"))
 
 
+def cache_problem(cache: Path = CACHE) -> str | None:
+    """Why the bed cannot use `cache` as its tool cache, or None. Each bed Pod gets its own private /tmp, so a
+    cache under /tmp is invisible inside Pods (the operator's binary, the Ray venvs)."""
+    if cache.resolve().is_relative_to("/tmp"):
+        return (f"the tool cache {cache} (RAYCONF_CACHE) is under /tmp, which every bed Pod sees as its own private "
+                f"directory, so Pods could not run what it holds; set RAYCONF_CACHE to a directory outside /tmp "
+                f"(e.g. /var/tmp/rayconformance)")
+    return None
+
+
 def versions() -> dict[str, str]:
     """The pinned versions from versions.env (KEY=value lines)."""
     out = {}

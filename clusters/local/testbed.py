@@ -18,7 +18,7 @@ from pathlib import Path
 from . import controlplane, network, procs
 from ..definition import ClusterDefinition
 from .nodeagent.sandbox import MARKER as POD_MARKER
-from .paths import CACHE, LOCK_FILE, STATE_ROOT, state_dir
+from .paths import CACHE, LOCK_FILE, STATE_ROOT, cache_problem, state_dir
 
 
 @dataclass
@@ -66,6 +66,9 @@ class TestBed:
         """Start everything; with nodes=False only the control plane (issue-3 scope)."""
         if os.geteuid() != 0:
             raise controlplane.ControlPlaneError("the local provider needs root (network namespaces, iptables)")
+        problem = cache_problem()
+        if problem:
+            raise controlplane.ControlPlaneError(problem)
         self._lock()
         self.down(unlock=False)
         phases: dict[str, float] = {}

@@ -70,3 +70,13 @@ def test_a_patched_operator_source_is_its_own_build(tmp_path, monkeypatch):
     assert [b[1:] for b in builds] == [("v1.6.1", str(patch))] * 2
     with pytest.raises(operator.OperatorError, match="patch .*missing.patch not found"):
         operator.source_dir({"source": {**src, "patch": "missing.patch"}}, tmp_path)
+
+
+def test_a_cache_under_tmp_is_refused_in_one_line():
+    from pathlib import Path
+
+    from rayconformance.clusters.local.paths import cache_problem
+
+    problem = cache_problem(Path("/tmp/rc-cache"))
+    assert problem and "\n" not in problem and "RAYCONF_CACHE" in problem and "outside /tmp" in problem
+    assert cache_problem(Path("/var/cache/rayconformance")) is None
