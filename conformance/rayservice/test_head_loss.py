@@ -20,12 +20,10 @@ from .helpers import (ObjectWatch, deploy, elapsed, final_stats, no_raycluster_m
 APP = "greeter"
 
 
-# Not claimed by any profile yet: against KubeRay v1.6.1 with Ray 2.60.0 on the local bed (run headloss-pass1) the
-# head came back, the RayService stayed on its cluster and the worker Pod was kept, but about 30 s after the new head
-# started the worker's readiness probe failed on its Serve proxy check (raylet check passed), so the worker left the
-# serve Service for about 130 s: Ready=False/ZeroServeEndpoints and 138 of 1121 requests refused. KubeRay's own
-# e2e (TestRayServiceGCSFaultTolerance) only kills gcs_server, not the head Pod. Cause (Serve's controller
-# recovering on the new head, or the bed) not yet found.
+# Serial: on a 2-core machine, with other tests running beside it (run headloss-pass1, -n 2), the worker's Serve proxy
+# missed its health checks after the new head started and the worker left the serve Service for ~130 s (138 of
+# 1121 requests refused); run alone (s8-gcsft-alone) no request failed. The bar stays 0 failed requests.
+@pytest.mark.serial  # losing a head Pod must not compete with other tests for the CPU
 @pytest.mark.feature("RayServiceHeadLossWithGCSFT", "RayClusterGCSFaultTolerance")
 def test_gcs_ft_head_loss_drops_no_request(k8s, namespace, ray_version, timeouts, redis, measure):
     """With GCS fault tolerance (external Redis) and the head kept out of the serve Service, losing the active
@@ -83,16 +81,16 @@ def test_gcs_ft_head_loss_drops_no_request(k8s, namespace, ray_version, timeouts
          f"was Ready at {(while_lost or {}).get('elapsed')}s), observed none: {summary(stats)}")
 
     # step 9: and no request failed
-    unready = readiness_failures(k8s, namespace, workers)
+    unready = readiness_failures(k8s, namespace, [name for name, _ in workers.values()])
     measure("head_loss.worker_readiness_failures", unready)
     assert stats["failures"] == 0, \
         (f"with GCS fault tolerance, losing the head Pod (at {lost_at}s) must not fail requests; observed "
          f"{stats['failures']} failed: {summary(stats)}; the worker's readiness failures: {unready or 'none'}")
 
 
-def readiness_failures(k8s, namespace: str, pods: list) -> list[str]:
-    """The distinct messages of the Unhealthy events of `pods` (why a probe failed), oldest first."""
-    names = {p.metadata.name for p in pods}
+def readiness_failures(k8s, namespace: str, pods: list[str]) -> list[str]:
+    """The distinct messages of the Unhealthy events of the Pods named `pods` (why a probe failed), oldest first."""
+    names = set(pods)
     events = client.CoreV1Api(k8s).list_namespaced_event(namespace, field_selector="reason=Unhealthy").items
     events.sort(key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
     return list(dict.fromkeys(f"{e.involved_object.name}: {e.message}" for e in events
