@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import queue
 import signal
 import threading
-import time
 from pathlib import Path
 
 from . import devices, logs, security
+from .events import EventRecorder
 from .images import Images
 from .kube import Kube
 from .node import NodeManager, capacity, kubelet_port
@@ -58,8 +57,7 @@ class Agent:
         self.nodes: list[NodeManager] = []
         self.watches: list[PodWatch] = []
         self.log_servers: list[logs.LogServer] = []
-        self._events: queue.Queue = queue.Queue(maxsize=2000)
-        self._recent: dict[tuple, float] = {}
+        self.events = EventRecorder(self.kube)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -68,7 +66,7 @@ class Agent:
             srv = logs.LogServer(self, n.name, self.defn.host_address, kubelet_port(n), self.state / "pki")
             srv.start()
             self.log_servers.append(srv)
-        threading.Thread(target=self._post_events, daemon=True, name="events").start()
+        threading.Thread(target=self.events.run, daemon=True, name="events").start()
         self.nodes = [NodeManager(self, n) for n in self.defn.nodes]  # before the plugins report capacity
         try:
             self.devices.start()
@@ -184,39 +182,7 @@ class Agent:
 
     # -- events ---------------------------------------------------------------------------------------------
     def event(self, pod: dict, node: str, etype: str, reason: str, message: str, fieldpath: str | None) -> None:
-        md = pod["metadata"]
-        key = (md["uid"], reason, message, fieldpath)
-        now = time.monotonic()
-        if now - self._recent.get(key, -1e9) < 30:
-            return
-        self._recent[key] = now
-        if len(self._recent) > 5000:
-            self._recent.clear()
-        try:
-            self._events.put_nowait((pod, node, etype, reason, message, fieldpath))
-        except queue.Full:
-            pass
-
-    def _post_events(self) -> None:
-        while True:
-            pod, node, etype, reason, message, fieldpath = self._events.get()
-            md = pod["metadata"]
-            ts = dt.datetime.now(dt.timezone.utc)
-            obj = {"namespace": md["namespace"], "name": md["name"], "uid": md["uid"], "kind": "Pod",
-                   "apiVersion": "v1"}
-            if fieldpath:
-                obj["fieldPath"] = fieldpath
-            body = {"apiVersion": "v1", "kind": "Event",
-                    "metadata": {"name": f"{md['name']}.{time.time_ns():x}", "namespace": md["namespace"]},
-                    "involvedObject": obj, "reason": reason, "message": message, "type": etype,
-                    "source": {"component": "kubelet", "host": node}, "count": 1,
-                    "firstTimestamp": ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    "lastTimestamp": ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    "reportingComponent": "kubelet", "reportingInstance": node}
-            try:
-                self.kube.create(f"/api/v1/namespaces/{md['namespace']}/events", body)
-            except Exception as e:  # noqa: BLE001 - events are best effort
-                log.debug("event %s not posted: %s", reason, e)
+        self.events.record(pod, node, etype, reason, message, fieldpath)
 
 
 def main(defn: ClusterDefinition, state: Path) -> None:
