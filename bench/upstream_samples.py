@@ -9,7 +9,8 @@ services (GKE, AWS load balancers, buckets) or internet egress (runtime_env work
 package installs, model downloads), and files with no Ray resource. Every other sample is applied as is, one at a
 time, in a fresh namespace (the only change: that namespace), and is "reached" when each of its Ray resources
 reaches its goal: RayCluster state ready, RayJob jobDeploymentStatus Complete with jobStatus SUCCEEDED, RayService
-Ready, RayCronJob a RayJob scheduled. A failure prints its cause: the resource's last status, Pods that are not
+Ready, RayCronJob a RayJob scheduled. A Secret that a sample's own comments tell the user to create first
+(`kubectl create secret generic NAME --from-literal=KEY=VALUE`) is created as told. A failure prints its cause: the resource's last status, Pods that are not
 ready (with waiting reasons) and Warning events. `--jobs` samples run at once, each in its own namespace.
 
 On a provider that loads images into its nodes (kind), the images the samples name are loaded when they can be
@@ -139,6 +140,28 @@ def cause(api, ns: str, statuses: list[str]) -> str:
     return "\n      ".join(parts[:12])
 
 
+DOCUMENTED_SECRET = re.compile(r"^\s*#\s*kubectl create secret generic (\S+)((?:\s+--from-literal=\S+)+)", re.M)
+LITERAL = re.compile(r"--from-literal=([^=\s]+)=(\S+)")
+
+
+def documented_secrets(text: str) -> dict[str, dict[str, str]]:
+    """Secrets the sample's comments tell the user to create before applying it: name -> data."""
+    return {m.group(1): {k: v.strip("'\"") for k, v in LITERAL.findall(m.group(2))}
+            for m in DOCUMENTED_SECRET.finditer(text)}
+
+
+PULL_ERRORS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+
+
+def _pull_failure(core, ns: str) -> str | None:
+    """A container whose image cannot be pulled (on a node with no registry this does not heal)."""
+    for p in core.list_namespaced_pod(ns).items:
+        for cs in (p.status.init_container_statuses or []) + (p.status.container_statuses or []):
+            if cs.state.waiting and cs.state.waiting.reason in PULL_ERRORS:
+                return f"Pod {p.metadata.name} cannot pull {cs.image} ({cs.state.waiting.reason})"
+    return None
+
+
 def _no_scheduler(core, ns: str) -> str | None:
     """Pods left to a scheduler the cluster does not run (never scheduled, not even marked unschedulable)."""
     for p in core.list_namespaced_pod(ns).items:
@@ -155,6 +178,9 @@ def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool,
     dyn = dynamic.DynamicClient(api)
     t0 = time.monotonic()
     try:
+        for name, data in documented_secrets(path.read_text()).items():
+            core.create_namespaced_secret(ns, client.V1Secret(metadata=client.V1ObjectMeta(name=name),
+                                                              string_data=data))
         for o in objs:
             res = dyn.resources.get(api_version=o["apiVersion"], kind=o["kind"])
             try:
@@ -168,7 +194,7 @@ def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool,
             if all(r[0] for r in results):
                 return True, "", time.monotonic() - t0
             statuses = [f"{o['kind']} {o['metadata']['name']}: {r[2]}" for o, r in zip(ray_objs, results)]
-            stuck = _no_scheduler(core, ns) if time.monotonic() - t0 > 60 else None
+            stuck = (_no_scheduler(core, ns) or _pull_failure(core, ns)) if time.monotonic() - t0 > 60 else None
             if any(r[1] for r in results) or stuck or time.monotonic() - t0 > timeout:
                 why = "failed" if any(r[1] for r in results) else stuck or f"not reached in {timeout:.0f}s"
                 return False, f"{why}: " + cause(api, ns, statuses), time.monotonic() - t0

@@ -1,0 +1,72 @@
+"""bench/upstream_samples.py: which KubeRay samples it runs or skips, and the setup their comments ask for."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def samples():
+    spec = importlib.util.spec_from_file_location("upstream_samples", ROOT / "bench" / "upstream_samples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sample.yaml"
+    path.write_text(text)
+    return path
+
+
+RAYCLUSTER = """apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: c}
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        containers:
+        - name: ray-head
+          image: rayproject/ray:2.52.0
+%s
+"""
+
+
+def test_a_plain_raycluster_runs(samples, tmp_path):
+    skip, objs = samples.classify(write(tmp_path, RAYCLUSTER % ""))
+    assert skip is None and objs[0]["kind"] == "RayCluster"
+
+
+@pytest.mark.parametrize("extra, reason", [
+    ("          resources: {limits: {nvidia.com/gpu: 1}}", "needs hardware"),
+    ("          args: ['pip install torch']", "needs internet egress"),
+])
+def test_hardware_and_egress_are_skipped_with_the_reason(samples, tmp_path, extra, reason):
+    skip, _ = samples.classify(write(tmp_path, RAYCLUSTER % extra))
+    assert skip and skip.startswith(reason)
+
+
+def test_a_link_in_a_comment_is_no_egress(samples, tmp_path):
+    skip, _ = samples.classify(write(tmp_path, "# see https://example.invalid/x.zip\n" + RAYCLUSTER % ""))
+    assert skip is None
+
+
+def test_a_file_without_ray_resources_is_skipped(samples, tmp_path):
+    skip, _ = samples.classify(write(tmp_path, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"))
+    assert skip == "no Ray resource (ConfigMap)"
+
+
+def test_the_secret_a_comment_tells_the_user_to_create_is_read(samples):
+    text = ("  # kubectl create secret generic my-auth --from-literal=auth_token='s3cret' -n default\n"
+            "  # kubectl create secret generic other --from-literal=a=1 --from-literal=b=\"2\"\n"
+            "  secretKeyRef: {name: my-auth}\n")
+    assert samples.documented_secrets(text) == {"my-auth": {"auth_token": "s3cret"}, "other": {"a": "1", "b": "2"}}
+
+
+def test_no_comment_no_secret(samples):
+    assert samples.documented_secrets("kubectl create secret generic x --from-literal=a=b\n") == {}
