@@ -27,6 +27,7 @@ import concurrent.futures
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -200,14 +201,59 @@ def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool,
                 return False, f"{why}: " + cause(api, ns, statuses), time.monotonic() - t0
             time.sleep(3)
     finally:
-        for o in objs:  # cluster-scoped objects of the sample (e.g. ClusterRoles) go too
+        teardown(api, dyn, ns, objs)
+
+
+RAY_GONE_SECONDS = 180.0
+
+
+def teardown(api, dyn, ns: str, objs: list[dict]) -> None:
+    """As a user would: the Ray resources first, while what they use (e.g. Redis) still runs, so the operator's
+    finalizers (the GCS fault-tolerance Redis cleanup Job, which cannot be created in a namespace being
+    deleted) can finish; then the namespace and the sample's cluster-scoped objects. Finalizers the operator
+    still holds after RAY_GONE_SECONDS are removed, with a line saying so."""
+    co = client.CustomObjectsApi(api)
+    ray = [o for o in objs if o["kind"] in RAY_KINDS]
+
+    def left() -> list[dict]:
+        out = []
+        for o in ray:
             try:
-                res = dyn.resources.get(api_version=o["apiVersion"], kind=o["kind"])
-                if not res.namespaced:
-                    res.delete(name=o["metadata"]["name"])
-            except Exception:  # noqa: BLE001
-                pass
-        namespaces.delete(core, ns, 300)
+                out.append(co.get_namespaced_custom_object("ray.io", o["apiVersion"].split("/")[1], ns,
+                                                           RAY_KINDS[o["kind"]], o["metadata"]["name"]))
+            except client.ApiException as e:
+                if e.status != 404:
+                    raise
+        return out
+
+    for o in ray:
+        try:
+            co.delete_namespaced_custom_object("ray.io", o["apiVersion"].split("/")[1], ns, RAY_KINDS[o["kind"]],
+                                               o["metadata"]["name"])
+        except client.ApiException as e:
+            if e.status != 404:
+                raise
+    deadline = time.monotonic() + RAY_GONE_SECONDS
+    while (held := left()) and time.monotonic() < deadline:
+        time.sleep(2)
+    for o in held:
+        meta = o["metadata"]
+        print(f"  note: {o['kind']} {ns}/{meta['name']} still held {meta.get('finalizers')} after "
+              f"{RAY_GONE_SECONDS:.0f}s; finalizers removed", flush=True)
+        try:
+            co.patch_namespaced_custom_object("ray.io", o["apiVersion"].split("/")[1], ns, RAY_KINDS[o["kind"]],
+                                              meta["name"], {"metadata": {"finalizers": None}})
+        except client.ApiException as e:
+            if e.status != 404:
+                raise
+    for o in objs:  # cluster-scoped objects of the sample (e.g. ClusterRoles) go too
+        try:
+            res = dyn.resources.get(api_version=o["apiVersion"], kind=o["kind"])
+            if not res.namespaced:
+                res.delete(name=o["metadata"]["name"])
+        except Exception:  # noqa: BLE001
+            pass
+    namespaces.delete(client.CoreV1Api(api), ns, 300)
 
 
 RAY_RELEASE_IMAGE = re.compile(r"^rayproject/ray:(\d+\.\d+\.\d+)$")
@@ -276,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  run  {p.name}")
         return 0
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated run still takes the cluster down
     run_dir = Path(tempfile.mkdtemp(prefix="rc-samples-"))
     provider = providers.make_provider(a.provider, a.cluster, run_dir)
     load, left_out = [], []
@@ -291,14 +338,20 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
         operator.install(profile, cluster, run_dir, provider)
         api = kube.api_client(cluster.kubeconfig)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs))
+        try:
             runs = {pool.submit(run_sample, api, path, objs, a.timeout): path for path, objs in todo}
             for done in concurrent.futures.as_completed(runs):
                 path = runs[done]
-                ok, why, secs = done.result()
+                try:
+                    ok, why, secs = done.result()
+                except Exception as e:  # noqa: BLE001 - one sample's teardown error is reported, the rest run on
+                    ok, why, secs = False, f"bench error: {str(e).splitlines()[0][:300]}", 0.0
                 results.append((path.name, ok, why))
                 print(f"  {'REACHED' if ok else 'FAILED '} {path.name} ({secs:.0f}s)"
                       f"{'' if ok else chr(10) + '      ' + why}", flush=True)
+        finally:  # on an interrupt the queued samples are dropped; the running ones end (teardown included)
+            pool.shutdown(wait=True, cancel_futures=True)
         operator.uninstall(profile, cluster, run_dir)
     finally:
         provider.down()
