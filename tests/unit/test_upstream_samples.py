@@ -70,3 +70,20 @@ def test_the_secret_a_comment_tells_the_user_to_create_is_read(samples):
 
 def test_no_comment_no_secret(samples):
     assert samples.documented_secrets("kubectl create secret generic x --from-literal=a=b\n") == {}
+
+
+def test_a_kind_the_cluster_does_not_serve_is_named(samples):
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+    class Resources:
+        def get(self, api_version, kind):
+            if kind == "Queue":
+                raise ResourceNotFoundError("no match")
+            return object()
+
+    class Dyn:
+        resources = Resources()
+
+    objs = [{"apiVersion": "ray.io/v1", "kind": "RayCluster"}, {"apiVersion": "scheduling.example/v2", "kind": "Queue"}]
+    assert samples.unserved(Dyn(), objs) == "Queue (scheduling.example/v2)"
+    assert samples.unserved(Dyn(), objs[:1]) is None
