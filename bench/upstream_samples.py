@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import copy
 import os
 import re
 import shutil
@@ -189,6 +190,7 @@ def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool,
     ns = namespaces.create(core, "sample-" + re.sub(r"[^a-z0-9]+", "-", path.stem.lower())[:30], "bench")
     dyn = dynamic.DynamicClient(api)
     t0 = time.monotonic()
+    objs = copy.deepcopy(objs)
     try:
         for name, data in documented_secrets(path.read_text()).items():
             core.create_namespaced_secret(ns, client.V1Secret(metadata=client.V1ObjectMeta(name=name),
@@ -196,7 +198,8 @@ def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool,
         for o in objs:
             res = dyn.resources.get(api_version=o["apiVersion"], kind=o["kind"])
             try:
-                res.create(body=o, namespace=ns if res.namespaced else None)
+                made = res.create(body=o, namespace=ns if res.namespaced else None)
+                o["metadata"]["name"] = made.metadata.name  # a generateName sample gets its name here
             except Exception as e:  # noqa: BLE001 - a create error is the sample's failure
                 if getattr(e, "status", None) != 409:
                     return False, f"creating {o['kind']} {o['metadata'].get('name')}: {str(e).splitlines()[0][:300]}", 0
@@ -224,7 +227,7 @@ def teardown(api, dyn, ns: str, objs: list[dict]) -> None:
     deleted) can finish; then the namespace and the sample's cluster-scoped objects. Finalizers the operator
     still holds after RAY_GONE_SECONDS are removed, with a line saying so."""
     co = client.CustomObjectsApi(api)
-    ray = [o for o in objs if o["kind"] in RAY_KINDS]
+    ray = [o for o in objs if o["kind"] in RAY_KINDS and o["metadata"].get("name")]  # created ones
 
     def left() -> list[dict]:
         out = []
