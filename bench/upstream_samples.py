@@ -8,7 +8,8 @@ cache's copy, else the Go module cache). Skipped, with the reason: samples that 
 services (GKE, AWS load balancers, buckets) or internet egress (runtime_env working_dir/pip from the internet,
 package installs, model downloads), and files with no Ray resource. Every other sample is applied as is, one at a
 time, in a fresh namespace (the only change: that namespace), and is "reached" when each of its Ray resources
-reaches its goal: RayCluster state ready, RayJob jobDeploymentStatus Complete with jobStatus SUCCEEDED, RayService
+reaches its goal: RayCluster state ready, RayJob jobDeploymentStatus Complete with jobStatus SUCCEEDED (in InteractiveMode
+with no jobId: Waiting for the user's job, its cluster ready), RayService
 Ready, RayCronJob a RayJob scheduled. A Secret that a sample's own comments tell the user to create first
 (`kubectl create secret generic NAME --from-literal=KEY=VALUE`) is created as told. A failure prints its cause: the resource's last status, Pods that are not
 ready (with waiting reasons) and Warning events. `--jobs` samples run at once, each in its own namespace.
@@ -103,6 +104,10 @@ def reached(api, ns: str, obj: dict) -> tuple[bool, bool, str]:
         return st.get("state") == "ready", False, f"state={st.get('state')} reason={st.get('reason', '')}"
     if kind == "RayJob":
         js, ds = st.get("jobStatus"), st.get("jobDeploymentStatus")
+        if (obj.get("spec") or {}).get("submissionMode") == "InteractiveMode" and not obj["spec"].get("jobId"):
+            cluster = (st.get("rayClusterStatus") or {}).get("state")  # the user submits the job: this is the goal
+            return ds == "Waiting" and cluster == "ready", False, \
+                f"InteractiveMode: jobDeploymentStatus={ds} (goal Waiting) rayClusterStatus.state={cluster}"
         done = ds in ("Complete", "Failed") or js in ("SUCCEEDED", "FAILED", "STOPPED")
         return js == "SUCCEEDED" and ds in ("Complete", None, ""), done and js != "SUCCEEDED", \
             f"jobDeploymentStatus={ds} jobStatus={js} message={str(st.get('message', ''))[:200]}"

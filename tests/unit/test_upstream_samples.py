@@ -87,3 +87,14 @@ def test_a_kind_the_cluster_does_not_serve_is_named(samples):
     objs = [{"apiVersion": "ray.io/v1", "kind": "RayCluster"}, {"apiVersion": "scheduling.example/v2", "kind": "Queue"}]
     assert samples.unserved(Dyn(), objs) == "Queue (scheduling.example/v2)"
     assert samples.unserved(Dyn(), objs[:1]) is None
+
+
+@pytest.mark.parametrize("status, goal", [
+    ({"jobDeploymentStatus": "Waiting", "rayClusterStatus": {"state": "ready"}}, True),
+    ({"jobDeploymentStatus": "Initializing", "rayClusterStatus": {}}, False),
+])
+def test_an_interactive_rayjob_reaches_its_goal_waiting_for_the_users_job(samples, monkeypatch, status, goal):
+    monkeypatch.setattr(samples, "_status", lambda api, ns, obj: status)
+    job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j"},
+           "spec": {"submissionMode": "InteractiveMode"}}
+    assert samples.reached(None, "ns", job)[0] is goal
