@@ -169,6 +169,44 @@ def _pull_failure(core, ns: str) -> str | None:
     return None
 
 
+def pod_requests(pod) -> dict[str, float]:
+    """What the scheduler counts for a Pod: per resource, the larger of the containers' sum and any init container
+    (a container with limits and no requests requests its limits)."""
+    from kubernetes.utils import parse_quantity
+
+    def need(c) -> dict[str, float]:
+        r = c.resources
+        asked = {**((r.limits if r else None) or {}), **((r.requests if r else None) or {})}
+        return {k: float(parse_quantity(v)) for k, v in asked.items() if k in ("cpu", "memory")}
+
+    total: dict[str, float] = {}
+    for c in pod.spec.containers:
+        for k, v in need(c).items():
+            total[k] = total.get(k, 0.0) + v
+    for c in pod.spec.init_containers or []:
+        for k, v in need(c).items():
+            total[k] = max(total.get(k, 0.0), v)
+    return total
+
+
+def _never_fits(core, ns: str) -> str | None:
+    """A Pod asking for more CPU or memory than any schedulable node has at all (it waits forever; a Pod that
+    only waits for others to finish is not this)."""
+    from kubernetes.utils import parse_quantity
+    nodes = [n for n in core.list_node().items
+             if not n.spec.unschedulable and not any(t.effect == "NoSchedule" for t in n.spec.taints or [])]
+    for p in core.list_namespaced_pod(ns).items:
+        if p.spec.node_name:
+            continue
+        for res, asked in pod_requests(p).items():
+            most = max((float(parse_quantity(n.status.allocatable.get(res, "0"))) for n in nodes), default=0.0)
+            if asked > most:
+                unit = "" if res == "cpu" else " bytes"
+                return (f"Pod {p.metadata.name} asks for {res} {asked:g}{unit}; the largest schedulable node has "
+                        f"{most:g}{unit} allocatable")
+    return None
+
+
 def _no_scheduler(core, ns: str) -> str | None:
     """Pods left to a scheduler the cluster does not run (never scheduled, not even marked unschedulable)."""
     for p in core.list_namespaced_pod(ns).items:
@@ -214,7 +252,8 @@ def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool,
             if all(r[0] for r in results):
                 return True, "", time.monotonic() - t0
             statuses = [f"{o['kind']} {o['metadata']['name']}: {r[2]}" for o, r in zip(ray_objs, results)]
-            stuck = (_no_scheduler(core, ns) or _pull_failure(core, ns)) if time.monotonic() - t0 > 60 else None
+            stuck = _never_fits(core, ns) or \
+                ((_no_scheduler(core, ns) or _pull_failure(core, ns)) if time.monotonic() - t0 > 60 else None)
             if any(r[1] for r in results) or stuck or time.monotonic() - t0 > timeout:
                 why = "failed" if any(r[1] for r in results) else stuck or f"not reached in {timeout:.0f}s"
                 return False, f"{why}: " + cause(api, ns, statuses), time.monotonic() - t0

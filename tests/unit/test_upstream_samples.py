@@ -98,3 +98,15 @@ def test_an_interactive_rayjob_reaches_its_goal_waiting_for_the_users_job(sample
     job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j"},
            "spec": {"submissionMode": "InteractiveMode"}}
     assert samples.reached(None, "ns", job)[0] is goal
+
+
+def test_a_pod_counts_its_limits_when_it_sets_no_requests(samples):
+    from kubernetes import client
+
+    def ctr(limits=None, requests=None):
+        return client.V1Container(name="c", resources=client.V1ResourceRequirements(limits=limits, requests=requests))
+
+    pod = client.V1Pod(spec=client.V1PodSpec(
+        containers=[ctr(limits={"cpu": "4", "memory": "1Gi"}), ctr(limits={"cpu": "1"}, requests={"cpu": "500m"})],
+        init_containers=[ctr(limits={"cpu": "200m"})]))
+    assert samples.pod_requests(pod) == {"cpu": 4.5, "memory": float(2**30)}
