@@ -169,6 +169,9 @@ def _pull_failure(core, ns: str) -> str | None:
     return None
 
 
+RUN_ID = "bench"  # the run label of the samples' namespaces
+
+
 def pod_requests(pod) -> dict[str, float]:
     """What the scheduler counts for a Pod: per resource, the larger of the containers' sum and any init container
     (a container with limits and no requests requests its limits)."""
@@ -190,20 +193,32 @@ def pod_requests(pod) -> dict[str, float]:
 
 
 def _never_fits(core, ns: str) -> str | None:
-    """A Pod asking for more CPU or memory than any schedulable node has at all (it waits forever; a Pod that
-    only waits for others to finish is not this)."""
+    """The sample cannot be scheduled whatever else finishes: one unscheduled Pod asks for more CPU or memory than
+    any schedulable node has, or the sample's Pods together ask for more than those nodes have beside the Pods of
+    the cluster's own components (namespaces not made for samples)."""
     from kubernetes.utils import parse_quantity
     nodes = [n for n in core.list_node().items
              if not n.spec.unschedulable and not any(t.effect == "NoSchedule" for t in n.spec.taints or [])]
-    for p in core.list_namespaced_pod(ns).items:
-        if p.spec.node_name:
-            continue
-        for res, asked in pod_requests(p).items():
-            most = max((float(parse_quantity(n.status.allocatable.get(res, "0"))) for n in nodes), default=0.0)
-            if asked > most:
-                unit = "" if res == "cpu" else " bytes"
-                return (f"Pod {p.metadata.name} asks for {res} {asked:g}{unit}; the largest schedulable node has "
-                        f"{most:g}{unit} allocatable")
+    names = {n.metadata.name for n in nodes}
+    samples = {n.metadata.name for n in core.list_namespace(label_selector=f"{namespaces.RUN_LABEL}={RUN_ID}").items}
+    live = [p for p in core.list_pod_for_all_namespaces().items if p.status.phase not in ("Succeeded", "Failed")]
+    mine = [p for p in live if p.metadata.namespace == ns]
+    if not any(not p.spec.node_name for p in mine):
+        return None
+    unit = {"cpu": ""}
+    for res in ("cpu", "memory"):
+        alloc = [float(parse_quantity(n.status.allocatable.get(res, "0"))) for n in nodes]
+        for p in mine:
+            asked = pod_requests(p).get(res, 0.0)
+            if not p.spec.node_name and asked > max(alloc, default=0.0):
+                return (f"Pod {p.metadata.name} asks for {res} {asked:g}{unit.get(res, ' bytes')}; the largest "
+                        f"schedulable node has {max(alloc, default=0.0):g}{unit.get(res, ' bytes')} allocatable")
+        system = sum(pod_requests(p).get(res, 0.0) for p in live
+                     if p.spec.node_name in names and p.metadata.namespace not in samples)
+        together = sum(pod_requests(p).get(res, 0.0) for p in mine)
+        if together > sum(alloc) - system:
+            return (f"the sample's Pods ask for {res} {together:g}{unit.get(res, ' bytes')} together; the schedulable "
+                    f"nodes have {sum(alloc) - system:g}{unit.get(res, ' bytes')} beside the cluster's own Pods")
     return None
 
 
@@ -230,7 +245,7 @@ def unserved(dyn, objs: list[dict]) -> str | None:
 def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool, str, float]:
     from kubernetes import dynamic
     core = client.CoreV1Api(api)
-    ns = namespaces.create(core, "sample-" + re.sub(r"[^a-z0-9]+", "-", path.stem.lower())[:30], "bench")
+    ns = namespaces.create(core, "sample-" + re.sub(r"[^a-z0-9]+", "-", path.stem.lower())[:30], RUN_ID)
     dyn = dynamic.DynamicClient(api)
     t0 = time.monotonic()
     objs = copy.deepcopy(objs)

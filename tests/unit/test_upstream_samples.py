@@ -110,3 +110,48 @@ def test_a_pod_counts_its_limits_when_it_sets_no_requests(samples):
         containers=[ctr(limits={"cpu": "4", "memory": "1Gi"}), ctr(limits={"cpu": "1"}, requests={"cpu": "500m"})],
         init_containers=[ctr(limits={"cpu": "200m"})]))
     assert samples.pod_requests(pod) == {"cpu": 4.5, "memory": float(2**30)}
+
+
+class FakeCore:
+    """Nodes and Pods as the scheduler-facing API shows them."""
+
+    def __init__(self, nodes, pods, sample_namespaces):
+        from kubernetes import client
+        self.c = client
+        self.nodes = [client.V1Node(metadata=client.V1ObjectMeta(name=n), spec=client.V1NodeSpec(taints=taints),
+                                    status=client.V1NodeStatus(allocatable={"cpu": cpu, "memory": "8Gi"}))
+                      for n, cpu, taints in nodes]
+        self.pods = [client.V1Pod(metadata=client.V1ObjectMeta(name=name, namespace=ns),
+                                  spec=client.V1PodSpec(node_name=node, containers=[client.V1Container(
+                                      name="c", resources=client.V1ResourceRequirements(requests={"cpu": cpu}))]),
+                                  status=client.V1PodStatus(phase="Running" if node else "Pending"))
+                     for name, ns, node, cpu in pods]
+        self.sample_namespaces = sample_namespaces
+
+    def list_node(self):
+        return self.c.V1NodeList(items=self.nodes)
+
+    def list_pod_for_all_namespaces(self):
+        return self.c.V1PodList(items=self.pods)
+
+    def list_namespace(self, label_selector):
+        return self.c.V1NamespaceList(items=[self.c.V1Namespace(metadata=self.c.V1ObjectMeta(name=n))
+                                             for n in self.sample_namespaces])
+
+
+def test_a_pod_larger_than_any_node_never_fits(samples):
+    from kubernetes import client
+    taint = [client.V1Taint(key="node-role.kubernetes.io/control-plane", effect="NoSchedule")]
+    core = FakeCore([("cp", "2", taint), ("w", "2", None)], [("head", "s", None, "4")], ["s"])
+    assert "asks for cpu 4; the largest schedulable node has 2" in samples._never_fits(core, "s")
+
+
+def test_a_sample_larger_than_what_the_cluster_leaves_never_fits(samples):
+    core = FakeCore([("w", "2", None)], [("dns", "kube-system", "w", "500m"), ("head", "s", "w", "1"),
+                                         ("worker", "s", None, "1")], ["s"])
+    assert "ask for cpu 2 together; the schedulable nodes have 1.5" in samples._never_fits(core, "s")
+
+
+def test_a_pod_that_waits_for_another_sample_to_finish_may_still_fit(samples):
+    core = FakeCore([("w", "2", None)], [("other", "t", "w", "1"), ("head", "s", None, "1")], ["s", "t"])
+    assert samples._never_fits(core, "s") is None
