@@ -155,3 +155,19 @@ def test_a_sample_larger_than_what_the_cluster_leaves_never_fits(samples):
 def test_a_pod_that_waits_for_another_sample_to_finish_may_still_fit(samples):
     core = FakeCore([("w", "2", None)], [("other", "t", "w", "1"), ("head", "s", None, "1")], ["s", "t"])
     assert samples._never_fits(core, "s") is None
+
+
+def test_side_by_side_reads_logs_the_later_winning(tmp_path):
+    spec = importlib.util.spec_from_file_location("side", ROOT / "bench" / "samples_side_by_side.py")
+    side = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(side)
+    first = tmp_path / "a.log"
+    first.write_text("  skip x.yaml: needs hardware: nvidia.com/gpu\n  FAILED  y.yaml (300s)\n"
+                     "      not reached in 300s: RayJob j: jobDeploymentStatus=Waiting\n      Pod p Pending\n"
+                     "  REACHED z.yaml (20s)\n")
+    rerun = tmp_path / "b.log"
+    rerun.write_text("  REACHED y.yaml (30s)\n")
+    assert side.read([str(first)])["y.yaml"] == ("failed", "not reached in 300s: RayJob j: jobDeploymentStatus=Waiting"
+                                                           " | Pod p Pending")
+    assert side.read([str(first), str(rerun)]) == {"x.yaml": ("skipped", "needs hardware: nvidia.com/gpu"),
+                                                   "y.yaml": ("reached", ""), "z.yaml": ("reached", "")}
