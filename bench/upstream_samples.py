@@ -87,11 +87,15 @@ def classify(path: Path) -> tuple[str | None, list[dict]]:
     return None, objs
 
 
+def _ray_call(co, verb: str, ns: str, obj: dict, *body):
+    """One CustomObjectsApi namespaced call (get, delete, patch) on a sample's Ray resource."""
+    return getattr(co, f"{verb}_namespaced_custom_object")("ray.io", obj["apiVersion"].split("/")[1], ns,
+                                                           RAY_KINDS[obj["kind"]], obj["metadata"]["name"], *body)
+
+
 def _status(api, ns: str, obj: dict) -> dict:
-    custom = client.CustomObjectsApi(api)
     try:
-        return custom.get_namespaced_custom_object("ray.io", obj["apiVersion"].split("/")[1], ns,
-                                                   RAY_KINDS[obj["kind"]], obj["metadata"]["name"]).get("status") or {}
+        return _ray_call(client.CustomObjectsApi(api), "get", ns, obj).get("status") or {}
     except client.ApiException as e:
         return {"error": f"{e.status} {e.reason}"}
 
@@ -288,24 +292,19 @@ def teardown(api, dyn, ns: str, objs: list[dict]) -> None:
     co = client.CustomObjectsApi(api)
     ray = [o for o in objs if o["kind"] in RAY_KINDS and o["metadata"].get("name")]  # created ones
 
-    def left() -> list[dict]:
-        out = []
-        for o in ray:
-            try:
-                out.append(co.get_namespaced_custom_object("ray.io", o["apiVersion"].split("/")[1], ns,
-                                                           RAY_KINDS[o["kind"]], o["metadata"]["name"]))
-            except client.ApiException as e:
-                if e.status != 404:
-                    raise
-        return out
-
-    for o in ray:
+    def unless_gone(verb: str, o: dict, *body):
         try:
-            co.delete_namespaced_custom_object("ray.io", o["apiVersion"].split("/")[1], ns, RAY_KINDS[o["kind"]],
-                                               o["metadata"]["name"])
+            return _ray_call(co, verb, ns, o, *body)
         except client.ApiException as e:
             if e.status != 404:
                 raise
+            return None
+
+    def left() -> list[dict]:
+        return [got for o in ray if (got := unless_gone("get", o)) is not None]
+
+    for o in ray:
+        unless_gone("delete", o)
     deadline = time.monotonic() + RAY_GONE_SECONDS
     while (held := left()) and time.monotonic() < deadline:
         time.sleep(2)
@@ -313,12 +312,7 @@ def teardown(api, dyn, ns: str, objs: list[dict]) -> None:
         meta = o["metadata"]
         print(f"  note: {o['kind']} {ns}/{meta['name']} still held {meta.get('finalizers')} after "
               f"{RAY_GONE_SECONDS:.0f}s; finalizers removed", flush=True)
-        try:
-            co.patch_namespaced_custom_object("ray.io", o["apiVersion"].split("/")[1], ns, RAY_KINDS[o["kind"]],
-                                              meta["name"], {"metadata": {"finalizers": None}})
-        except client.ApiException as e:
-            if e.status != 404:
-                raise
+        unless_gone("patch", o, {"metadata": {"finalizers": None}})
     for o in objs:  # cluster-scoped objects of the sample (e.g. ClusterRoles) go too
         try:
             res = dyn.resources.get(api_version=o["apiVersion"], kind=o["kind"])

@@ -171,3 +171,57 @@ def test_side_by_side_reads_logs_the_later_winning(tmp_path):
                                                            " | Pod p Pending")
     assert side.read([str(first), str(rerun)]) == {"x.yaml": ("skipped", "needs hardware: nvidia.com/gpu"),
                                                    "y.yaml": ("reached", ""), "z.yaml": ("reached", "")}
+
+
+class FakeCustom:
+    """Ray resources in one namespace; those named in `held` keep a finalizer until it is patched away."""
+
+    def __init__(self, names, held):
+        from kubernetes import client
+        self.c = client
+        self.objs = {n: {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": n, "finalizers": ["f"] if n in held else []}}
+                     for n in names}
+        self.calls = []
+
+    def _find(self, name):
+        if name not in self.objs:
+            raise self.c.ApiException(status=404, reason="Not Found")
+        return self.objs[name]
+
+    def get_namespaced_custom_object(self, group, version, ns, plural, name):
+        self.calls.append(("get", name))
+        return self._find(name)
+
+    def delete_namespaced_custom_object(self, group, version, ns, plural, name):
+        self.calls.append(("delete", name))
+        if not self._find(name)["metadata"]["finalizers"]:
+            del self.objs[name]
+
+    def patch_namespaced_custom_object(self, group, version, ns, plural, name, body):
+        self.calls.append(("patch", name, body))
+        self.objs.pop(name)
+
+
+def test_teardown_deletes_ray_resources_before_the_namespace_and_names_finalizers_it_removes(
+        samples, monkeypatch, capsys):
+    custom = FakeCustom(["free", "held"], held={"held"})
+    deleted_namespaces = []
+    monkeypatch.setattr(samples.client, "CustomObjectsApi", lambda api: custom)
+    monkeypatch.setattr(samples.client, "CoreV1Api", lambda api: None)
+    monkeypatch.setattr(samples.namespaces, "delete",
+                        lambda core, ns, timeout: deleted_namespaces.append((ns, dict(custom.objs))))
+    monkeypatch.setattr(samples, "RAY_GONE_SECONDS", 0.0)
+
+    class NoClusterScoped:
+        class resources:
+            @staticmethod
+            def get(api_version, kind):
+                raise LookupError(kind)
+
+    objs = [{"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": n}} for n in ("free", "held")]
+    samples.teardown(None, NoClusterScoped, "s", objs)
+    assert [c[:2] for c in custom.calls if c[0] != "get"] == [("delete", "free"), ("delete", "held"),
+                                                                 ("patch", "held")]
+    assert custom.calls[-1][2] == {"metadata": {"finalizers": None}}
+    assert deleted_namespaces == [("s", {})], "the namespace goes last, after every Ray resource"
+    assert "RayCluster s/held still held ['f']" in capsys.readouterr().out
