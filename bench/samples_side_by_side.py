@@ -1,6 +1,8 @@
 """Prints the runs of bench/upstream_samples.py on two providers side by side: per sample, its outcome on each
 (reached, failed, skipped) and, where they differ or failed, the first line of each cause; then reached/attempted
-per provider.
+per provider, and how the samples both attempted compare: the same outcome on both, or reached on one only (with
+how many of those failed on the other because its nodes are too small: a property of the machine, not of the
+provider).
 
     .venv/bin/python bench/samples_side_by_side.py --a local LOG [LOG ...] --b kind LOG [LOG ...]
 
@@ -16,6 +18,7 @@ from pathlib import Path
 
 RESULT = re.compile(r"^  (REACHED|FAILED ) (\S+) \((\d+)s\)$")
 SKIP = re.compile(r"^  skip (\S+): (.*)$")
+CAPACITY = re.compile(r"the largest schedulable node has|the schedulable nodes have")
 
 
 def read(logs: list[str]) -> dict[str, tuple[str, str]]:
@@ -61,7 +64,21 @@ def main(argv: list[str] | None = None) -> int:
         attempted = [o for o, _ in r.values() if o in ("reached", "failed")]
         print(f"{name}: reached/attempted {attempted.count('reached')}/{len(attempted)} "
               f"(skipped {sum(o == 'skipped' for o, _ in r.values())})")
+    print(agreement(na, ra, nb, rb))
     return 0
+
+
+def agreement(na: str, ra: dict, nb: str, rb: dict) -> str:
+    """One line: of the samples both sides attempted, how many ended alike, and how many reached on one side only
+    (and of those, how many failed on the other for its nodes' size)."""
+    both = [s for s in ra.keys() & rb.keys() if {ra[s][0], rb[s][0]} <= {"reached", "failed"}]
+    same = sum(ra[s][0] == rb[s][0] for s in both)
+    parts = [f"both attempted {len(both)}: same outcome {same}"]
+    for name, won, lost in ((na, ra, rb), (nb, rb, ra)):
+        only = [s for s in both if won[s][0] == "reached" and lost[s][0] == "failed"]
+        small = sum(bool(CAPACITY.search(lost[s][1])) for s in only)
+        parts.append(f"reached on {name} only {len(only)} ({small} of them for node size)")
+    return "; ".join(parts)
 
 
 if __name__ == "__main__":

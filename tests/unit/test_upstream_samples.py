@@ -157,10 +157,15 @@ def test_a_pod_that_waits_for_another_sample_to_finish_may_still_fit(samples):
     assert samples._never_fits(core, "s") is None
 
 
-def test_side_by_side_reads_logs_the_later_winning(tmp_path):
+@pytest.fixture(scope="module")
+def side():
     spec = importlib.util.spec_from_file_location("side", ROOT / "bench" / "samples_side_by_side.py")
-    side = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(side)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_side_by_side_reads_logs_the_later_winning(side, tmp_path):
     first = tmp_path / "a.log"
     first.write_text("  skip x.yaml: needs hardware: nvidia.com/gpu\n  FAILED  y.yaml (300s)\n"
                      "      not reached in 300s: RayJob j: jobDeploymentStatus=Waiting\n      Pod p Pending\n"
@@ -173,14 +178,24 @@ def test_side_by_side_reads_logs_the_later_winning(tmp_path):
                                                    "y.yaml": ("reached", ""), "z.yaml": ("reached", "")}
 
 
+def test_side_by_side_tells_node_size_from_other_differences(side):
+    a = {"s1": ("reached", ""), "s2": ("reached", ""), "s3": ("failed", "x"), "s4": ("reached", ""),
+         "gpu": ("skipped", "needs hardware")}
+    b = {"s1": ("reached", ""), "s2": ("failed", "Pod p asks for cpu 4; the largest schedulable node has 2 allocatable"),
+         "s3": ("reached", ""), "s4": ("failed", "not reached in 300s"), "gpu": ("skipped", "needs hardware")}
+    assert side.agreement("local", a, "kind", b) == ("both attempted 4: same outcome 1; reached on local only 2 "
+                                                     "(1 of them for node size); reached on kind only 1 "
+                                                     "(0 of them for node size)")
+
+
 class FakeCustom:
     """Ray resources in one namespace; those named in `held` keep a finalizer until it is patched away."""
 
     def __init__(self, names, held):
         from kubernetes import client
         self.c = client
-        self.objs = {n: {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": n, "finalizers": ["f"] if n in held else []}}
-                     for n in names}
+        self.objs = {n: {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                         "metadata": {"name": n, "finalizers": ["f"] if n in held else []}} for n in names}
         self.calls = []
 
     def _find(self, name):
