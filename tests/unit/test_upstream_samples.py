@@ -181,7 +181,8 @@ def test_side_by_side_reads_logs_the_later_winning(side, tmp_path):
 def test_side_by_side_tells_node_size_from_other_differences(side):
     a = {"s1": ("reached", ""), "s2": ("reached", ""), "s3": ("failed", "x"), "s4": ("reached", ""),
          "gpu": ("skipped", "needs hardware")}
-    b = {"s1": ("reached", ""), "s2": ("failed", "Pod p asks for cpu 4; the largest schedulable node has 2 allocatable"),
+    small = "Pod p asks for cpu 4; the largest schedulable node has 2 allocatable"
+    b = {"s1": ("reached", ""), "s2": ("failed", small),
          "s3": ("reached", ""), "s4": ("failed", "not reached in 300s"), "gpu": ("skipped", "needs hardware")}
     assert side.agreement("local", a, "kind", b) == ("both attempted 4: same outcome 1; reached on local only 2 "
                                                      "(1 of them for node size); reached on kind only 1 "
