@@ -42,6 +42,15 @@ def test_provider_alone_picks_its_default_definition_and_definition_alone_its_pr
         providers.resolve("kind", "local-gpu")
 
 
+def test_every_shipped_definition_makes_its_provider(tmp_path):
+    from rayconformance.clusters.definition import CLUSTERS_DIR
+    shipped = sorted(p.stem for p in CLUSTERS_DIR.glob("*.yaml"))
+    assert {"kind-cpu", "kind-cpu-open", "kind-gpu", "local-cpu", "local-gpu"} <= set(shipped)
+    for name in shipped:
+        provider = providers.make_provider(None, name, tmp_path)
+        assert provider.definition.name == name
+
+
 def test_local_reports_gpu_nodes_and_unmapped_images(tmp_path):
     gpu = providers.make_provider("local", "local-gpu", tmp_path)
     assert gpu.gpu_nodes() and all(n > 0 for n in gpu.gpu_nodes().values())
