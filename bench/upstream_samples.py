@@ -1,22 +1,28 @@
 """KubeRay's own sample manifests, unmodified, on a cluster: how many reach their goal, and why the others do not.
 
     .venv/bin/python bench/upstream_samples.py [--provider local] [--cluster local-cpu]
-        [--operator-profile kuberay-v1.6.1] [--only SUBSTRING ...] [--timeout 300] [--jobs 3] [--list]
+        [--operator-profile kuberay-v1.6.1] [--only SUBSTRING ...] [--timeout 720] [--jobs 3] [--list]
 
 The samples are the top-level `config/samples/*.yaml` of the KubeRay module at the profile's version (the tool
 cache's copy, else the Go module cache). Skipped, with the reason: samples that need hardware (GPUs, TPUs), cloud
 services (GKE, AWS load balancers, buckets) or internet egress (runtime_env working_dir/pip from the internet,
-package installs, model downloads), and files with no Ray resource. Every other sample is applied as is, one at a
-time, in a fresh namespace (the only change: that namespace), and is "reached" when each of its Ray resources
-reaches its goal: RayCluster state ready, RayJob jobDeploymentStatus Complete with jobStatus SUCCEEDED (in InteractiveMode
-with no jobId: Waiting for the user's job, its cluster ready), RayService
-Ready, RayCronJob a RayJob scheduled. A Secret that a sample's own comments tell the user to create first
-(`kubectl create secret generic NAME --from-literal=KEY=VALUE`) is created as told. A failure prints its cause: the resource's last status, Pods that are not
-ready (with waiting reasons) and Warning events. `--jobs` samples run at once, each in its own namespace.
+package installs, model downloads), files with no Ray resource, and samples creating a kind the cluster does not
+serve (a third-party scheduler's CRD). Every other sample is applied as is in a fresh namespace (the only change:
+that namespace), and is "reached" when each of its Ray resources reaches its goal: RayCluster state ready, RayJob
+jobDeploymentStatus Complete with jobStatus SUCCEEDED (in InteractiveMode with no jobId: Waiting for the user's job,
+its RayCluster ready), RayService Ready, RayCronJob a RayJob scheduled. A Secret that a sample's own comments tell
+the user to create first (`kubectl create secret generic NAME --from-literal=KEY=VALUE`) is created as told.
+
+A failure prints its cause: the resource's last status, Pods that are not ready (with waiting reasons) and Warning
+events. A sample ends failed before its timeout when it cannot heal: a Pod larger than any node, Pods together
+larger than what the nodes leave, an image that cannot be pulled or a scheduler the cluster does not run (after
+60 s), a RayJob selecting a RayCluster the sample does not create (once the operator says RayClusterNotFound).
+`--jobs` samples run at once, each in its own namespace.
 
 On a provider that loads images into its nodes (kind), the images the samples name are loaded when they can be
 built offline (`rayproject/ray:<release>` is built first when missing, as `make kind-images` does); any other
-image is left out, so its Pods fail to pull it, as on a node with no registry.
+image is left out, so its Pods fail to pull it, as on a node with no registry. `--provider kind` alone picks
+`kind-cpu-open` (kind-cpu with Pods allowed on the control-plane node: room on a machine with few cores).
 
 It brings the cluster up and installs the operator itself (on `local` it waits for the machine's test-bed lock),
 and takes both down at the end.
@@ -42,6 +48,7 @@ from kubernetes import client
 from rayconformance.clusters.local.paths import CACHE
 from rayconformance.fixtures import kube, namespaces, operator, profiles, providers
 
+KIND_CLUSTER = "kind-cpu-open"  # on a 2-core machine kind-cpu's one worker leaves no room for most samples
 RAY_KINDS = {"RayCluster": "rayclusters", "RayJob": "rayjobs", "RayService": "rayservices",
              "RayCronJob": "raycronjobs"}
 HARDWARE = re.compile(r"nvidia\.com/gpu|google\.com/tpu|amd\.com/gpu|aws\.amazon\.com/neuron|habana\.ai")
@@ -109,9 +116,13 @@ def reached(api, ns: str, obj: dict) -> tuple[bool, bool, str]:
     if kind == "RayJob":
         js, ds = st.get("jobStatus"), st.get("jobDeploymentStatus")
         if (obj.get("spec") or {}).get("submissionMode") == "InteractiveMode" and not obj["spec"].get("jobId"):
-            cluster = (st.get("rayClusterStatus") or {}).get("state")  # the user submits the job: this is the goal
+            # the user submits the job: Waiting with its cluster ready is the goal (the RayJob's copy of the
+            # cluster's status stops being updated once the cluster is ready, so the RayCluster itself is read)
+            name = st.get("rayClusterName")
+            cluster = _status(api, ns, {"apiVersion": obj["apiVersion"], "kind": "RayCluster",
+                                        "metadata": {"name": name}}).get("state") if name else None
             return ds == "Waiting" and cluster == "ready", False, \
-                f"InteractiveMode: jobDeploymentStatus={ds} (goal Waiting) rayClusterStatus.state={cluster}"
+                f"InteractiveMode: jobDeploymentStatus={ds} (goal Waiting) RayCluster {name} state={cluster}"
         done = ds in ("Complete", "Failed") or js in ("SUCCEEDED", "FAILED", "STOPPED")
         return js == "SUCCEEDED" and ds in ("Complete", None, ""), done and js != "SUCCEEDED", \
             f"jobDeploymentStatus={ds} jobStatus={js} message={str(st.get('message', ''))[:200]}"
@@ -235,6 +246,22 @@ def _no_scheduler(core, ns: str) -> str | None:
     return None
 
 
+def _selects_a_cluster_never_made(core, ns: str, objs: list[dict]) -> str | None:
+    """A RayJob whose clusterSelector names a RayCluster the sample does not create, once the operator says it is
+    not found (it waits for the user to create it; nothing in the sample will)."""
+    made = {o["metadata"].get("name") for o in objs if o["kind"] == "RayCluster"}
+    for o in objs:
+        wanted = ((o.get("spec") or {}).get("clusterSelector") or {}).get("ray.io/cluster")
+        if o["kind"] != "RayJob" or not wanted or wanted in made:
+            continue
+        said = core.list_namespaced_event(ns, field_selector=f"involvedObject.name={o['metadata']['name']},"
+                                                             "reason=RayClusterNotFound").items
+        if said:
+            return f"RayJob {o['metadata']['name']} selects RayCluster {wanted}, which the sample does not create " \
+                   f"(the operator: RayClusterNotFound)"
+    return None
+
+
 def unserved(dyn, objs: list[dict]) -> str | None:
     """The first kind the sample creates that the cluster does not serve (a third-party CRD not installed)."""
     from kubernetes.dynamic.exceptions import ResourceNotFoundError
@@ -271,7 +298,7 @@ def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool,
             if all(r[0] for r in results):
                 return True, "", time.monotonic() - t0
             statuses = [f"{o['kind']} {o['metadata']['name']}: {r[2]}" for o, r in zip(ray_objs, results)]
-            stuck = _never_fits(core, ns) or \
+            stuck = _never_fits(core, ns) or _selects_a_cluster_never_made(core, ns, objs) or \
                 ((_no_scheduler(core, ns) or _pull_failure(core, ns)) if time.monotonic() - t0 > 60 else None)
             if any(r[1] for r in results) or stuck or time.monotonic() - t0 > timeout:
                 why = "failed" if any(r[1] for r in results) else stuck or f"not reached in {timeout:.0f}s"
@@ -366,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cluster")
     ap.add_argument("--operator-profile", default="kuberay-v1.6.1")
     ap.add_argument("--only", nargs="*", default=[], help="samples whose file name contains one of these")
-    ap.add_argument("--timeout", type=float, default=300, help="seconds per sample")
+    ap.add_argument("--timeout", type=float, default=720,
+                    help="seconds per sample (the longest, ray-job.kueue-toy-sample, runs its job for 600 s)")
     ap.add_argument("--jobs", type=int, default=3, help="samples run at once")
     ap.add_argument("--list", action="store_true", help="only print which samples would run or be skipped")
     a = ap.parse_args(argv)
@@ -391,7 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated run still takes the cluster down
     run_dir = Path(tempfile.mkdtemp(prefix="rc-samples-"))
-    provider = providers.make_provider(a.provider, a.cluster, run_dir)
+    cluster_name = a.cluster or (KIND_CLUSTER if a.provider == "kind" else None)
+    provider = providers.make_provider(a.provider, cluster_name, run_dir)
     load, left_out = [], []
     if provider.name == "kind":  # the local bed maps images to host runtimes itself (Ray from PyPI on first use)
         load, left_out = images_to_load(set().union(*(named_images(o) for _, o in todo)))

@@ -89,12 +89,15 @@ def test_a_kind_the_cluster_does_not_serve_is_named(samples):
     assert samples.unserved(Dyn(), objs[:1]) is None
 
 
-@pytest.mark.parametrize("status, goal", [
-    ({"jobDeploymentStatus": "Waiting", "rayClusterStatus": {"state": "ready"}}, True),
-    ({"jobDeploymentStatus": "Initializing", "rayClusterStatus": {}}, False),
+@pytest.mark.parametrize("job_status, cluster_state, goal", [
+    ({"jobDeploymentStatus": "Waiting", "rayClusterName": "c", "rayClusterStatus": {}}, "ready", True),
+    ({"jobDeploymentStatus": "Waiting", "rayClusterName": "c"}, None, False),
+    ({"jobDeploymentStatus": "Initializing", "rayClusterName": "c"}, "ready", False),
 ])
-def test_an_interactive_rayjob_reaches_its_goal_waiting_for_the_users_job(samples, monkeypatch, status, goal):
-    monkeypatch.setattr(samples, "_status", lambda api, ns, obj: status)
+def test_an_interactive_rayjob_reaches_its_goal_waiting_for_the_users_job(samples, monkeypatch, job_status,
+                                                                         cluster_state, goal):
+    statuses = {("RayJob", "j"): job_status, ("RayCluster", "c"): {"state": cluster_state}}
+    monkeypatch.setattr(samples, "_status", lambda api, ns, obj: statuses[obj["kind"], obj["metadata"]["name"]])
     job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j"},
            "spec": {"submissionMode": "InteractiveMode"}}
     assert samples.reached(None, "ns", job)[0] is goal
@@ -241,3 +244,38 @@ def test_teardown_deletes_ray_resources_before_the_namespace_and_names_finalizer
     assert custom.calls[-1][2] == {"metadata": {"finalizers": None}}
     assert deleted_namespaces == [("s", {})], "the namespace goes last, after every Ray resource"
     assert "RayCluster s/held still held ['f']" in capsys.readouterr().out
+
+
+class FakeEvents:
+    def __init__(self, reasons):
+        from kubernetes import client
+        self.c, self.reasons, self.selectors = client, reasons, []
+
+    def list_namespaced_event(self, ns, field_selector):
+        self.selectors.append(field_selector)
+        fields = dict(f.split("=", 1) for f in field_selector.split(","))
+        items = [self.c.CoreV1Event(involved_object=self.c.V1ObjectReference(name=name), reason=reason,
+                                    metadata=self.c.V1ObjectMeta(name="e"))
+                 for name, reason in self.reasons
+                 if name == fields["involvedObject.name"] and reason == fields["reason"]]
+        return self.c.CoreV1EventList(items=items)
+
+
+def selecting_job(cluster):
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j"},
+            "spec": {"clusterSelector": {"ray.io/cluster": cluster}}}
+
+
+def test_a_rayjob_selecting_a_cluster_the_sample_never_makes_ends_once_the_operator_says_so(samples):
+    job = selecting_job("elsewhere")
+    assert samples._selects_a_cluster_never_made(FakeEvents([]), "s", [job]) is None, "not before the operator says"
+    why = samples._selects_a_cluster_never_made(FakeEvents([("j", "RayClusterNotFound")]), "s", [job])
+    assert why == ("RayJob j selects RayCluster elsewhere, which the sample does not create "
+                   "(the operator: RayClusterNotFound)")
+
+
+def test_a_rayjob_selecting_the_samples_own_cluster_waits_for_it(samples):
+    own = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "mine"}}
+    events = FakeEvents([("j", "RayClusterNotFound")])
+    assert samples._selects_a_cluster_never_made(events, "s", [own, selecting_job("mine")]) is None
+    assert events.selectors == []
