@@ -79,11 +79,11 @@ kind-tools: kind-deps
 	bash clusters/kind/build-kind-tools.sh
 
 # the offline node image and application images (cached by version): the bed's base, the KubeRay release of the
-# selected profile (--operator-profile kuberay-<v> in CONFORMANCE_ARGS, else the default) and Traefik; an image
-# for every other KubeRay release already built too
+# selected profile (--operator-profile kuberay-<v> in CONFORMANCE_ARGS, else the default), Traefik and the node's
+# local-path provisioner (kind's default StorageClass); an image for every other KubeRay release already built too
 KIND_KUBERAY ?= $(or $(shell echo " $(CONFORMANCE_ARGS) " | sed -n 's/.* --operator-profile[= ]kuberay-\(v[0-9.]*\) .*/\1/p'),v1.6.1)
-kind-images: kind-tools tools-base
-	bash clusters/local/build-tools.sh kuberay@$(KIND_KUBERAY) traefik
+kind-images: kind-tools tools-base venv
+	bash clusters/local/build-tools.sh kuberay@$(KIND_KUBERAY) traefik localpath
 	bash clusters/kind/build-node-image.sh
 	bash clusters/kind/build-app-images.sh
 

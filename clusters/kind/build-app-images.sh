@@ -129,14 +129,7 @@ build_busybox() {
   local name=busybox:$BUSYBOX_TAG out=$IMAGES/busybox-$BUSYBOX_TAG.tar dir=$PARTS/busybox
   [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
   since=$(stamp)
-  if [ ! -f "$dir/.complete" ]; then
-    local tmp; tmp=$(mktemp -d); rm -rf "$dir"
-    (cd "$tmp" && apt-get download busybox-static >/dev/null && dpkg -x busybox-static_*.deb x)
-    static_base "$dir"; rm -f "$dir/.complete"; mkdir -p "$dir/bin"
-    cp "$tmp/x/bin/busybox" "$dir/bin/busybox"; rm -rf "$tmp"
-    local a; for a in $("$dir/bin/busybox" --list); do [ "$a" = busybox ] || ln -sf busybox "$dir/bin/$a"; done
-    touch "$dir/.complete"
-  fi
+  busybox_rootfs "$dir"
   $IT -o "$out" --tag "$name" --rootfs "$dir" --cmd '["sh"]'
   built "$name" "$out"
 }

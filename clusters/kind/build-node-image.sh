@@ -10,7 +10,10 @@
 #    $KUBERNETES_VERSION); the static CNI of clusters/kind/node/ (no kindnetd);
 #  - the control-plane, kube-proxy, etcd, CoreDNS and pause images, made from the project's binaries and tagged
 #    with the names `kubeadm config images list` prints (and the sandbox image kind's containerd config names),
-#    imported into containerd's k8s.io namespace, pinned.
+#    imported into containerd's k8s.io namespace, pinned;
+#  - kind's default StorageClass `standard`: Rancher's local-path-provisioner ($LOCAL_PATH_PROVISIONER_VERSION, built
+#    from the Go module proxy) and its helper (Debian's busybox-static) as images in the node, and the manifest kind
+#    applies (/kind/manifests/default-storage.yaml, made by storage.py from the provisioner's own).
 # Writes $CACHE/kind-node-<k8s version>-<inputs hash>/node-image.tar (a `docker load` archive) and
 # $CACHE/kind-node-image-<k8s version>.env (NODE_IMAGE=<tag>, NODE_IMAGE_ARCHIVE=<path>). Logs under $CACHE/logs.
 set -euo pipefail
@@ -27,7 +30,9 @@ PROXY_PKGS="iptables nftables conntrack ipset kmod"
 
 inputs=$( { echo "$K $KIND_VERSION $CONTAINERD_VERSION $RUNC_VERSION $CRICTL_VERSION $CNI_PLUGINS_VERSION $ETCD_VERSION"
             echo "$COREDNS_VERSION $SUITE $NODE_PKGS $PROXY_PKGS"
-            cat "$0" "$here/lib.sh" "$here"/node/* "$here/imagetar.py"; } | sha256sum | cut -c1-10)
+            echo "$LOCAL_PATH_PROVISIONER_VERSION"
+            cat "$0" "$here/lib.sh" "$here"/node/* "$here/imagetar.py" "$here/storage.py" "$here/../local/storage.py"
+          } | sha256sum | cut -c1-10)
 TAG=rayconformance/kind-node:$K-$inputs
 OUT=$CACHE/kind-node-$K-$inputs
 ENVFILE=$CACHE/kind-node-image-$K.env
@@ -60,7 +65,12 @@ declare -A BIN=(
   [kube-apiserver]=$KBIN/kube-apiserver [kube-controller-manager]=$KBIN/kube-controller-manager
   [kube-scheduler]=$KBIN/kube-scheduler [kube-proxy]=$KBIN/kube-proxy
   [etcd]=$CACHE/etcd-$ETCD_VERSION/bin/etcd [coredns]=$CACHE/coredns-$COREDNS_VERSION/bin/coredns
+  [local-path-provisioner]=$CACHE/localpath-$LOCAL_PATH_PROVISIONER_VERSION/bin/local-path-provisioner
 )
+LOCALPATH_MANIFEST=$CACHE/localpath-$LOCAL_PATH_PROVISIONER_VERSION/deploy/local-path-storage.yaml
+STORAGE_IMAGES=("rayconformance/local-path-provisioner:$LOCAL_PATH_PROVISIONER_VERSION"
+                "rayconformance/local-path-helper:busybox-$SUITE")
+PY=${RAYCONF_PYTHON:-$here/../../.venv/bin/python}   # the project's venv (PyYAML) writes the storage manifest
 CNI=$CACHE/cni-plugins-$CNI_PLUGINS_VERSION/bin
 for c in debootstrap gcc chroot; do command -v $c >/dev/null || { echo "build-node-image: '$c' missing (run \`make kind-deps\`)" >&2; exit 2; }; done
 KIND_SRC=$(cd /tmp && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | python3 -c 'import json,sys;print(json.load(sys.stdin)["Dir"])')
@@ -69,7 +79,9 @@ check_built() {
   local b p missing=""
   for b in "${!BIN[@]}"; do [ -x "${BIN[$b]}" ] || missing="$missing $b"; done
   for p in ptp host-local loopback portmap; do [ -x "$CNI/$p" ] || missing="$missing cni-$p"; done
+  [ -f "$LOCALPATH_MANIFEST" ] || missing="$missing local-path-storage.yaml"
   [ -z "$missing" ] || { echo "build-node-image: not built yet:$missing (run \`make tools kind-tools\`)" >&2; exit 1; }
+  [ -x "$PY" ] || { echo "build-node-image: no project venv at $PY (run \`make venv\`)" >&2; exit 1; }
 }
 
 MINBASE=$CACHE/debian-$SUITE-minbase
@@ -136,6 +148,11 @@ s_images() {
       *) echo "kubeadm asks for an image this builder does not make: $ref" >&2; return 1 ;;
     esac
   done < "$WORK/images.txt"
+  # kind's default StorageClass: the provisioner and the helper its Pods run to make and remove volume directories
+  $it -o "$WORK/images/local-path-provisioner.tar" --tag "${STORAGE_IMAGES[0]}" --rootfs "$WORK/static" \
+    --add "${BIN[local-path-provisioner]}=/usr/local/bin/local-path-provisioner"
+  busybox_rootfs "$WORK/busybox"
+  $it -o "$WORK/images/local-path-helper.tar" --tag "${STORAGE_IMAGES[1]}" --rootfs "$WORK/busybox" --cmd '["sh"]'
 }
 
 # --- the node rootfs ----------------------------------------------------------------------------------------------
@@ -169,7 +186,9 @@ s_rootfs() {
   # the static CNI, kind's manifests, the version
   install -m 0755 "$here/node/rayconf-cni.sh" "$ROOTFS/kind/bin/rayconf-cni.sh"
   install -m 0644 "$here/node/12-rayconf-cni.conf" "$ROOTFS/etc/systemd/system/kubelet.service.d/"
-  install -m 0644 "$here/node/default-cni.yaml" "$here/node/default-storage.yaml" "$ROOTFS/kind/manifests/"
+  install -m 0644 "$here/node/default-cni.yaml" "$ROOTFS/kind/manifests/"
+  (cd "$here/../.." && "$PY" -m rayconformance.clusters.kind.storage "$LOCALPATH_MANIFEST" "${STORAGE_IMAGES[@]}") \
+    > "$ROOTFS/kind/manifests/default-storage.yaml"
   echo "$K" > "$ROOTFS/kind/version"
   chroot "$ROOTFS" sh -c 'systemctl enable kubelet.service containerd.service undo-mount-hacks.service &&
     systemctl mask systemd-binfmt.service systemd-modules-load.service'

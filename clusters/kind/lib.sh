@@ -75,3 +75,15 @@ static_base() {
   cp /etc/ssl/certs/ca-certificates.crt "$dir/etc/ssl/certs/"
   touch "$dir/.complete"
 }
+
+# busybox_rootfs DIR: static_base plus Debian's busybox-static as /bin/busybox and its applets (cached by DIR/.complete)
+busybox_rootfs() {
+  local dir=$1 tmp a
+  [ -f "$dir/.complete" ] && return 0
+  tmp=$(mktemp -d); rm -rf "$dir"
+  (cd "$tmp" && apt-get download busybox-static >/dev/null && dpkg -x busybox-static_*.deb x)
+  static_base "$dir"; rm -f "$dir/.complete"; mkdir -p "$dir/bin"
+  cp "$tmp/x/bin/busybox" "$dir/bin/busybox"; rm -rf "$tmp"
+  for a in $("$dir/bin/busybox" --list); do [ "$a" = busybox ] || ln -sf busybox "$dir/bin/$a"; done
+  touch "$dir/.complete"
+}

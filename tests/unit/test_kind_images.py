@@ -7,6 +7,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rayconformance.clusters.kind import imagetar
 
@@ -91,3 +92,45 @@ def test_the_runtime_wrapper_reads_the_bounding_set_of_this_process():
     w = load_wrapper()
     missing = w.missing_caps()
     assert missing <= {"CAP_" + c for c in w.CAPS}
+
+
+def test_the_node_images_storage_is_the_provisioners_manifest_with_kinds_changes():
+    from rayconformance.clusters.kind import storage
+    manifest = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: local-path-provisioner, namespace: local-path-storage}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: local-path-provisioner, image: "rancher/local-path-provisioner:v0", command: [local-path-provisioner]}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local-path}
+provisioner: rancher.io/local-path
+---
+kind: ConfigMap
+apiVersion: v1
+metadata: {name: local-path-config, namespace: local-path-storage}
+data:
+  config.json: '{"nodePathMap": []}'
+  helperPod.yaml: |-
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: helper-pod}
+    spec:
+      containers:
+      - {name: helper-pod, image: busybox, imagePullPolicy: Always}
+"""
+    deploy, sc, cm = storage.kind_objects(manifest, "offline/provisioner:v0", "offline/helper:1")
+    assert (sc["metadata"]["name"], sc["metadata"]["annotations"]) == \
+        ("standard", {"storageclass.kubernetes.io/is-default-class": "true"})
+    pod = deploy["spec"]["template"]["spec"]
+    assert pod["containers"][0]["image"] == "offline/provisioner:v0"
+    assert {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists",
+            "effect": "NoSchedule"} in pod["tolerations"]
+    helper = yaml.safe_load(cm["data"]["helperPod.yaml"])["spec"]["containers"][0]
+    assert (helper["image"], helper["imagePullPolicy"]) == ("offline/helper:1", "IfNotPresent")
+    assert json.loads(cm["data"]["config.json"])["nodePathMap"][0]["paths"] == ["/var/local-path-provisioner"]
