@@ -44,13 +44,21 @@ def kind_objects(manifest: str, provisioner_image: str, helper_image: str) -> li
     return out
 
 
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (the ConfigMap's scripts and files) as literal blocks, readable on the node."""
+
+
+_BlockDumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s,
+                                                                  style="|" if "\n" in s else None))
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 3:
         sys.stderr.write(__doc__.split("\n\n")[1].strip() + "\n")
         return 2
     manifest, provisioner_image, helper_image = argv
-    sys.stdout.write(yaml.safe_dump_all(kind_objects(Path(manifest).read_text(), provisioner_image, helper_image),
-                                        sort_keys=False))
+    sys.stdout.write(yaml.dump_all(kind_objects(Path(manifest).read_text(), provisioner_image, helper_image),
+                                   Dumper=_BlockDumper, sort_keys=False))
     return 0
 
 
