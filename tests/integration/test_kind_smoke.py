@@ -1,6 +1,7 @@
 """kind smoke test (`make test-kind`; skipped unless RAYCONF_KIND_SMOKE=1): kind-cpu comes up through the kind
 provider (on the project's own engine where no Docker runs, from the offline images of `make kind-images`), the
-default profile's KubeRay is installed and one RayCluster is provisioned; the engine's network namespace has no
+default profile's KubeRay is installed and one RayCluster is provisioned; kind's default StorageClass binds a claim
+and a Pod writes to it; the engine's network namespace has no
 default route (nothing it runs can leave the machine); after `down()` nothing of an engine the provider started is
 left (no engine process, no network namespace)."""
 from __future__ import annotations
@@ -9,12 +10,14 @@ import os
 import subprocess
 
 import pytest
+from kubernetes import client
 
 from rayconformance.fixtures import operator, profiles, ray
 from rayconformance.fixtures.expect.raycluster import raycluster_must_be_provisioned
 from rayconformance.fixtures.kube import api_client
 from rayconformance.fixtures.providers import make_provider
 from rayconformance.fixtures.providers.kind import PROJECT
+from rayconformance.fixtures.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(os.environ.get("RAYCONF_KIND_SMOKE") != "1",
                                 reason="the kind smoke test runs with `make test-kind`")
@@ -24,6 +27,32 @@ def engine_leftovers() -> list[str]:
     netns = subprocess.run(["ip", "netns", "pids", "rayconf-engine"], capture_output=True, text=True).stdout.split()
     named = "rayconf-engine" in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [f"pid {p}" for p in netns] + (["netns rayconf-engine"] if named else [])
+
+
+def claim_must_bind_and_take_a_write(api, ns: str, image: str, timeout: float = 300) -> None:
+    """As on any kind cluster: the default StorageClass is local-path's; a claim on it binds once a Pod uses it,
+    and the Pod writes to the volume."""
+    core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
+    default = [(c.metadata.name, c.provisioner) for c in storage.list_storage_class().items
+               if (c.metadata.annotations or {}).get("storageclass.kubernetes.io/is-default-class") == "true"]
+    assert default == [("standard", "rancher.io/local-path")], f"expected kind's default class, found {default}"
+    core.create_namespaced_persistent_volume_claim(ns, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "claim"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    core.create_namespaced_pod(ns, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "writer"},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "name": "c", "image": image, "imagePullPolicy": "IfNotPresent",
+            "command": ["sh", "-c", "echo kept > /data/f && cat /data/f"],
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "claim"}}]}})
+    phase = wait_until(lambda: core.read_namespaced_pod(ns, "writer").status.phase,
+                       lambda p: p in ("Succeeded", "Failed"), "the writer Pod to finish (its volume provisioned first)",
+                       timeout)
+    claim = core.read_namespaced_persistent_volume_claim(ns, "claim").status.phase
+    assert (phase, claim) == ("Succeeded", "Bound"), \
+        f"expected the writer Succeeded on a Bound claim within {timeout:.0f}s, saw Pod {phase}, claim {claim}"
+    assert core.read_namespaced_pod_log(ns, "writer", container="c").strip() == "kept"
 
 
 def test_kind_cpu_provisions_a_raycluster(tmp_path):
@@ -40,6 +69,8 @@ def test_kind_cpu_provisions_a_raycluster(tmp_path):
         body = ray.sample("raycluster-basic", profile.ray_version, kind="RayCluster")
         ray.RayResources(api, "default", "RayCluster").create(body)
         raycluster_must_be_provisioned(api, "default", body["metadata"]["name"], timeout=600)
+        provider.load_images(["busybox:1.36"])
+        claim_must_bind_and_take_a_write(api, "default", "busybox:1.36")
         started_engine = provider.engine == PROJECT and provider.engine_started
     finally:
         provider.down()
