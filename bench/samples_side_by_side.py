@@ -18,7 +18,7 @@ from pathlib import Path
 
 RESULT = re.compile(r"^  (REACHED|FAILED ) (\S+) \((\d+)s\)$")
 SKIP = re.compile(r"^  skip (\S+): (.*)$")
-CAPACITY = re.compile(r"the largest schedulable node has|the schedulable nodes have")
+CAPACITY = re.compile(r"the largest schedulable node has|the schedulable nodes have|no schedulable node has that left")
 
 
 def read(logs: list[str]) -> dict[str, tuple[str, str]]:

@@ -209,18 +209,21 @@ def pod_requests(pod) -> dict[str, float]:
 
 def _never_fits(core, ns: str) -> str | None:
     """The sample cannot be scheduled whatever else finishes: one unscheduled Pod asks for more CPU or memory than
-    any schedulable node has, or the sample's Pods together ask for more than those nodes have beside the Pods of
-    the cluster's own components (namespaces not made for samples)."""
+    any schedulable node has, or than any of them has left beside the cluster's own Pods (namespaces not made for
+    samples) and the sample's other Pods bound there, or the sample's Pods together ask for more than those nodes
+    have beside the cluster's own Pods. Pods being deleted count as gone."""
     from kubernetes.utils import parse_quantity
     nodes = [n for n in core.list_node().items
              if not n.spec.unschedulable and not any(t.effect == "NoSchedule" for t in n.spec.taints or [])]
     names = {n.metadata.name for n in nodes}
     samples = {n.metadata.name for n in core.list_namespace(label_selector=f"{namespaces.RUN_LABEL}={RUN_ID}").items}
-    live = [p for p in core.list_pod_for_all_namespaces().items if p.status.phase not in ("Succeeded", "Failed")]
+    live = [p for p in core.list_pod_for_all_namespaces().items
+            if p.status.phase not in ("Succeeded", "Failed") and not p.metadata.deletion_timestamp]
     mine = [p for p in live if p.metadata.namespace == ns]
     if not any(not p.spec.node_name for p in mine):
         return None
     unit = {"cpu": ""}
+    packed = None  # said last: the sample as a whole may not fit either, which says more
     for res in ("cpu", "memory"):
         alloc = [float(parse_quantity(n.status.allocatable.get(res, "0"))) for n in nodes]
         for p in mine:
@@ -228,13 +231,22 @@ def _never_fits(core, ns: str) -> str | None:
             if not p.spec.node_name and asked > max(alloc, default=0.0):
                 return (f"Pod {p.metadata.name} asks for {res} {asked:g}{unit.get(res, ' bytes')}; the largest "
                         f"schedulable node has {max(alloc, default=0.0):g}{unit.get(res, ' bytes')} allocatable")
+        staying = [p for p in live if p.spec.node_name in names and (p.metadata.namespace not in samples or p in mine)]
+        left = {n.metadata.name: a - sum(pod_requests(p).get(res, 0.0) for p in staying
+                                         if p.spec.node_name == n.metadata.name) for n, a in zip(nodes, alloc)}
+        for p in mine:
+            asked = pod_requests(p).get(res, 0.0)
+            if not packed and not p.spec.node_name and asked > max(left.values(), default=0.0):
+                packed = (f"Pod {p.metadata.name} asks for {res} {asked:g}{unit.get(res, ' bytes')}; no schedulable "
+                          f"node has that left beside the cluster's own Pods and the sample's others (the most: "
+                          f"{max(left.values(), default=0.0):g}{unit.get(res, ' bytes')})")
         system = sum(pod_requests(p).get(res, 0.0) for p in live
                      if p.spec.node_name in names and p.metadata.namespace not in samples)
         together = sum(pod_requests(p).get(res, 0.0) for p in mine)
         if together > sum(alloc) - system:
             return (f"the sample's Pods ask for {res} {together:g}{unit.get(res, ' bytes')} together; the schedulable "
                     f"nodes have {sum(alloc) - system:g}{unit.get(res, ' bytes')} beside the cluster's own Pods")
-    return None
+    return packed
 
 
 def _no_scheduler(core, ns: str) -> str | None:

@@ -155,6 +155,14 @@ def test_a_sample_larger_than_what_the_cluster_leaves_never_fits(samples):
     assert "ask for cpu 2 together; the schedulable nodes have 1.5" in samples._never_fits(core, "s")
 
 
+def test_a_pod_no_node_has_room_for_beside_the_samples_own_never_fits(samples):
+    core = FakeCore([("cp", "2", None), ("w", "2", None)],
+                    [("dns", "kube-system", "cp", "500m"), ("head", "s", "w", "1"), ("w1", "s", "cp", "1"),
+                     ("w2", "s", None, "1.2")], ["s"])
+    assert samples._never_fits(core, "s") == ("Pod w2 asks for cpu 1.2; no schedulable node has that left beside "
+                                              "the cluster's own Pods and the sample's others (the most: 1)")
+
+
 def test_a_pod_that_waits_for_another_sample_to_finish_may_still_fit(samples):
     core = FakeCore([("w", "2", None)], [("other", "t", "w", "1"), ("head", "s", None, "1")], ["s", "t"])
     assert samples._never_fits(core, "s") is None
