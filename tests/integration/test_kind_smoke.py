@@ -64,6 +64,7 @@ def test_kind_cpu_provisions_a_raycluster(tmp_path):
                                     text=True, check=True).stdout
             assert routes.strip() == "", f"the engine's network namespace has a default route: {routes}"
         profile = profiles.load("kuberay-v1.6.1")
+        provider.load_images([f"rayproject/ray:{profile.ray_version}"])  # the sample's image, as the suite loads it
         operator.install(profile, cluster, tmp_path / "operator", provider)
         api = api_client(cluster.kubeconfig)
         body = ray.sample("raycluster-basic", profile.ray_version, kind="RayCluster")
