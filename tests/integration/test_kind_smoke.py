@@ -46,13 +46,13 @@ def claim_must_bind_and_take_a_write(api, ns: str, image: str, timeout: float = 
             "command": ["sh", "-c", "echo kept > /data/f && cat /data/f"],
             "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
             "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "claim"}}]}})
-    phase = wait_until(lambda: core.read_namespaced_pod(ns, "writer").status.phase,
+    phase = wait_until(lambda: core.read_namespaced_pod("writer", ns).status.phase,
                        lambda p: p in ("Succeeded", "Failed"), "the writer Pod to finish (its volume provisioned first)",
                        timeout)
-    claim = core.read_namespaced_persistent_volume_claim(ns, "claim").status.phase
+    claim = core.read_namespaced_persistent_volume_claim("claim", ns).status.phase
     assert (phase, claim) == ("Succeeded", "Bound"), \
         f"expected the writer Succeeded on a Bound claim within {timeout:.0f}s, saw Pod {phase}, claim {claim}"
-    assert core.read_namespaced_pod_log(ns, "writer", container="c").strip() == "kept"
+    assert core.read_namespaced_pod_log("writer", ns, container="c").strip() == "kept"
 
 
 def test_kind_cpu_provisions_a_raycluster(tmp_path):
