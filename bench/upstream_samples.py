@@ -14,8 +14,8 @@ its RayCluster ready), RayService Ready, RayCronJob a RayJob scheduled. A Secret
 the user to create first (`kubectl create secret generic NAME --from-literal=KEY=VALUE`) is created as told.
 
 A failure prints its cause: the resource's last status, Pods that are not ready (with waiting reasons) and Warning
-events. A sample ends failed before its timeout when it cannot heal: a Pod larger than any node, Pods together
-larger than what the nodes leave, an image that cannot be pulled or a scheduler the cluster does not run (after
+events. A sample ends failed before its timeout when it cannot heal: a Pod larger than any node or than any node
+has left beside the cluster's own Pods and the sample's others, Pods together larger than what the nodes leave, an image that cannot be pulled or a scheduler the cluster does not run (after
 60 s), a RayJob selecting a RayCluster the sample does not create (once the operator says RayClusterNotFound).
 `--jobs` samples run at once, each in its own namespace.
 
