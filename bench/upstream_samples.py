@@ -15,8 +15,9 @@ the user to create first (`kubectl create secret generic NAME --from-literal=KEY
 
 A failure prints its cause: the resource's last status, Pods that are not ready (with waiting reasons) and Warning
 events. A sample ends failed before its timeout when it cannot heal: a Pod larger than any node or than any node
-has left beside the cluster's own Pods and the sample's others, Pods together larger than what the nodes leave, an image that cannot be pulled or a scheduler the cluster does not run (after
-60 s), a RayJob selecting a RayCluster the sample does not create (once the operator says RayClusterNotFound).
+has left beside the cluster's own Pods and the sample's others, Pods together larger than what the nodes leave, an
+image that cannot be pulled or a scheduler the cluster does not run (after 60 s), a RayJob selecting a RayCluster
+the sample does not create (once the operator says RayClusterNotFound).
 `--jobs` samples run at once, each in its own namespace.
 
 On a provider that loads images into its nodes (kind), the images the samples name are loaded when they can be
