@@ -1,7 +1,15 @@
-"""Ctrl-C: fixture finalizers still reach the cluster, and the cluster still goes down when pressed again."""
+"""Ctrl-C: fixture finalizers still reach the cluster, and the cluster still goes down when pressed again; SIGTERM and
+SIGHUP stop a run as Ctrl-C does."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+
 import pytest
+
+from rayconformance.fixtures.waiting import wait_until
 
 INTERRUPTED = '''
 import pytest
@@ -56,3 +64,39 @@ def test_outcomes_of_tests_that_skip_themselves_or_fail(suite):
     assert tests["skips_itself"]["outcome"] == "skipped", tests
     assert "nvidia.com/gpu" in tests["skips_itself"]["reason"], tests
     assert tests["fails_then_teardown_skips"]["outcome"] == "failed", tests
+
+
+BLOCKS = '''
+import pathlib
+import threading
+
+import pytest
+
+
+@pytest.mark.feature("RayClusterProvisioning")
+def test_blocks(cluster):
+    pathlib.Path("reports/unit/started").write_text("")
+    threading.Event().wait(120)  # until the run is stopped
+'''
+
+
+@pytest.mark.parametrize("signum, workers", [(signal.SIGTERM, "0"), (signal.SIGHUP, "0"), (signal.SIGTERM, "2")],
+                         ids=["SIGTERM", "SIGHUP", "SIGTERM-xdist"])
+def test_stop_signal_stops_the_run_as_ctrl_c_does(suite, signum, workers):
+    """A run sent SIGTERM or SIGHUP (as CI cancels a job; started in the background, so SIGINT is ignored) reports
+    the running test as failed, writes the report, takes the cluster down and exits non-zero."""
+    suite.tests(BLOCKS)
+    env = {**os.environ, "PYTHONPATH": str(suite.pytester.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *suite.args("-n", workers)], cwd=suite.pytester.path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        wait_until(lambda: (suite.run_dir / "started").exists(), bool, "the test to start", 60, interval=0.2)
+        proc.send_signal(signum)
+        output, _ = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode not in (0, -signum, 128 + signum), output
+    assert suite.provider_calls() == ["up", "down"], output
+    assert suite.report()["tests"][0]["outcome"] == "failed", output
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
