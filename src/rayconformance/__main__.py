@@ -1,5 +1,9 @@
-"""`python -m rayconformance verify REPORT_DIR...`: check submitted reports against this checkout of the suite
-(fixtures/certify.py). Exit 0 when every report verifies, 1 when one does not, 2 on bad usage."""
+"""The suite's commands besides the pytest run:
+
+    python -m rayconformance verify REPORT_DIR...          check submitted reports against this checkout (certify.py)
+    python -m rayconformance merge SHARD_DIR... --out DIR  one report from a sharded run's reports (merge.py)
+
+Exit 0 on success, 1 when a report does not verify or the shards cannot be merged, 2 on bad usage."""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +16,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     verify = sub.add_parser("verify", help="check reports/<run-id> directories against this suite")
     verify.add_argument("run_dirs", nargs="+", type=Path, metavar="REPORT_DIR")
+    merge = sub.add_parser("merge", help="one report from the reports of --shard K/N runs")
+    merge.add_argument("run_dirs", nargs="+", type=Path, metavar="SHARD_DIR")
+    merge.add_argument("--out", type=Path, required=True, metavar="DIR")
     args = parser.parse_args(argv)
+    if args.command == "merge":
+        return run_merge(args.run_dirs, args.out)
 
     from rayconformance.fixtures import certify
 
@@ -25,6 +34,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run_dir}: verified")
         failed += bool(problems)
     return 1 if failed else 0
+
+
+def run_merge(run_dirs: list[Path], out: Path) -> int:
+    from rayconformance.fixtures import merge
+
+    try:
+        path = merge.merge(run_dirs, out)
+    except merge.MergeError as e:
+        print(f"merge: {e}", file=sys.stderr)
+        return 1
+    print(f"merged {len(run_dirs)} shard reports: {path}")
+    return 0
 
 
 if __name__ == "__main__":
