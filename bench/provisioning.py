@@ -33,7 +33,7 @@ from pathlib import Path
 
 from kubernetes import client
 
-from rayconformance.clusters.local.paths import CACHE
+from rayconformance.clusters.toolcache import CACHE
 from rayconformance.fixtures import kube, namespaces, operator, profiles, providers, ray
 from rayconformance.fixtures.listwatch import ListWatch
 

@@ -46,7 +46,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from rayconformance.clusters.local.paths import CACHE
+from rayconformance.clusters.toolcache import CACHE
 from rayconformance.fixtures import kube, namespaces, operator, profiles, providers
 
 KIND_CLUSTER = "kind-cpu-open"  # on a 2-core machine kind-cpu's one worker leaves no room for most samples

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import definition
 from .nodeagent.kube import ApiError, Kube
-from .paths import versions
+from ..toolcache import versions
 
 
 def _ready(pod: dict) -> bool:

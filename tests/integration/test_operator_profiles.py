@@ -9,7 +9,7 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
-from rayconformance.clusters.local.paths import tool
+from rayconformance.clusters.toolcache import tool
 from rayconformance.fixtures import namespaces, operator, profiles
 from tests.suiterun import derive_profile, run_suite
 

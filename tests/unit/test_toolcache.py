@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from rayconformance.clusters.local import toolcache
+from rayconformance.clusters import toolcache
 
 
 def test_builds_once_then_reuses(tmp_path, monkeypatch):
