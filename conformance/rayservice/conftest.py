@@ -6,7 +6,6 @@ import pytest
 
 from rayconformance.fixtures import gateway as gw
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.providers import images_of
 
 
 @pytest.fixture(scope="session")
@@ -18,8 +17,7 @@ def gateway(k8s, operator, provider, timeouts, conformance_options):
 
     def get() -> gw.GatewayInfo:
         if not installed:
-            if provider.supports("load_images"):  # e.g. the local bed builds Traefik on first use
-                provider.load_images(images_of(ray.load_sample(gw.SAMPLE)))
+            provider.prepare_images(ray.load_sample(gw.SAMPLE))  # e.g. the local bed builds Traefik on first use
             (conformance_options.run_dir / gw.INSTALLED_MARKER).touch()  # the run's teardown removes it
             installed.append(gw.install(k8s, timeouts.medium))
         return installed[0]

@@ -90,7 +90,7 @@ def calls(monkeypatch):
 
 
 def swap() -> op.ReleaseSwap:
-    provider = NS(kubectl=lambda: "kubectl", supports=lambda c: False)
+    provider = NS(kubectl=lambda: "kubectl", prepare_images=lambda objects: None)
     session = [obj("CustomResourceDefinition", "rayservices.ray.io"), session_deployment()]
     return op.ReleaseSwap(None, provider, "local", {"image": NEW}, session)
 
