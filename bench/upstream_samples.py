@@ -47,7 +47,8 @@ import yaml
 from kubernetes import client
 
 from rayconformance.clusters.toolcache import CACHE
-from rayconformance.fixtures import kube, namespaces, operator, profiles, providers
+from rayconformance.fixtures import kube, namespaces, profiles, providers
+from rayconformance.fixtures.operator import installer
 
 KIND_CLUSTER = "kind-cpu-open"  # on a 2-core machine kind-cpu's one worker leaves no room for most samples
 RAY_KINDS = {"RayCluster": "rayclusters", "RayJob": "rayjobs", "RayService": "rayservices",
@@ -446,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
             provider.load_images(load)
             print(f"images loaded: {', '.join(load)}; left out (no offline build): {', '.join(left_out) or 'none'}",
                   flush=True)
-        operator.install(profile, cluster, run_dir, provider)
+        installer.install(profile, cluster, run_dir, provider)
         api = kube.api_client(cluster.kubeconfig)
         from kubernetes import dynamic
         dyn = dynamic.DynamicClient(api)
@@ -472,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{'' if ok else chr(10) + '      ' + why}", flush=True)
         finally:  # on an interrupt the queued samples are dropped; the running ones end (teardown included)
             pool.shutdown(wait=True, cancel_futures=True)
-        operator.uninstall(profile, cluster, run_dir)
+        installer.uninstall(profile, cluster, run_dir)
     finally:
         provider.down()
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -49,10 +49,10 @@ def upgrade_source():
 
 @pytest.fixture
 def operator_release_swap(k8s, operator, provider, cluster, conformance_options):
-    """Swaps the operator under test for an earlier release and back (fixtures.operator.ReleaseSwap); whatever the
+    """Swaps the operator under test for an earlier release and back (fixtures/operator/release_swap.py); whatever the
     test did, the session's operator install is back in place when it is over. None when the suite did not
     install the operator (nothing to swap back to)."""
-    from rayconformance.fixtures.operator import ReleaseSwap
+    from rayconformance.fixtures.operator.release_swap import ReleaseSwap
 
     swap = ReleaseSwap.for_session(k8s, provider, cluster.provider, operator.profile, conformance_options.run_dir,
                                    conformance_options.timeout_scale)
