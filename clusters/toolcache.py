@@ -17,6 +17,7 @@ from pathlib import Path
 
 CACHE = Path(os.environ.get("RAYCONF_CACHE", "/var/cache/rayconformance"))
 BUILDER = Path(__file__).resolve().parent / "local"  # build-tools.sh and the versions.env it pins
+BUILD_SCRIPT = BUILDER / "build-tools.sh"
 
 
 class ToolBuildError(RuntimeError):
@@ -47,7 +48,7 @@ def _build(component: str, version: str, marker: Path, log: Path, env: dict[str,
     sys.stderr.write(f"rayconformance: building {component} {version} (first use; log {log})\n")
     started = time.monotonic()
     with log.open("w") as out:
-        r = subprocess.run(["bash", str(BUILDER / "build-tools.sh"), f"{component}@{version}"], stdout=out,
+        r = subprocess.run(["bash", str(BUILD_SCRIPT), f"{component}@{version}"], stdout=out,
                            stderr=subprocess.STDOUT, env={**os.environ, **env})
     if r.returncode != 0 or not marker.exists():
         last = [ln for ln in log.read_text().splitlines() if ln.strip()][-1:] or ["no output"]

@@ -1,6 +1,6 @@
 """Measure Pod start-up on the local test bed: time from Pod creation to Ready.
 
-    python -m rayconformance.clusters.local.bench_pod_ready [--cluster local-cpu] [--repeat 3] [--kubeconfig PATH]
+    .venv/bin/python bench/local_pod_ready.py [--cluster local-cpu] [--repeat 3] [--kubeconfig PATH]
 
 Without --kubeconfig it brings up its own test bed (waiting for the machine's test-bed lock) and tears it down
 afterwards. Measured: a plain Pod (busybox `sleep`, no probes), a Pod with a readiness probe (python http.server,
@@ -18,9 +18,9 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from .. import definition
-from .nodeagent.kube import ApiError, Kube
-from ..toolcache import versions
+from rayconformance.clusters import definition
+from rayconformance.clusters.local.nodeagent.kube import ApiError, Kube
+from rayconformance.clusters.toolcache import versions
 
 
 def _ready(pod: dict) -> bool:
@@ -124,7 +124,7 @@ def run(kube: Kube, repeat: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m rayconformance.clusters.local.bench_pod_ready", description=__doc__,
+    ap = argparse.ArgumentParser(prog="bench/local_pod_ready.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cluster", default="local-cpu")
     ap.add_argument("--repeat", type=int, default=3)
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.kubeconfig:
         run(Kube(a.kubeconfig), a.repeat)
         return 0
-    from .testbed import TestBed
+    from rayconformance.clusters.local.testbed import TestBed
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
     bed = TestBed(definition.load(a.cluster))
     r = bed.up()
