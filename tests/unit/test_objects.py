@@ -62,6 +62,6 @@ def test_an_object_that_does_not_go_is_one_line_naming_it():
         return NS(name=name)
 
     with pytest.raises(objects.ObjectsError) as e:
-        objects._wait(lambda: objects._gone(still_there, "ray-system"), bool, "Namespace ray-system to go", 0.05,
-                      render=lambda _: "still there")
+        objects._wait(lambda: objects._read_or_none(still_there, "ray-system") is None, bool,
+                      "Namespace ray-system to go", 0.05, render=lambda _: "still there")
     assert str(e.value) == "timed out after 0.05s waiting for Namespace ray-system to go; last observed: still there"
