@@ -21,20 +21,13 @@ from pathlib import Path
 from rayconformance.clusters import definition
 from rayconformance.clusters.local.nodeagent.kube import ApiError, Kube
 from rayconformance.clusters.toolcache import versions
+from rayconformance.fixtures.waiting import wait_until
+
+INTERVAL = 0.05  # seconds between two looks: the resolution of the times measured
 
 
 def _ready(pod: dict) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in (pod.get("status") or {}).get("conditions") or [])
-
-
-def _until(fn, timeout: float):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise TimeoutError
 
 
 def _gcs_healthy(ip: str) -> bool:
@@ -64,12 +57,12 @@ def measure(kube: Kube, ns: str, pod: dict, timeout: float = 300, dashboard: boo
         if _ready(p):
             out["ready"] = now
         return "ready" in out
-    _until(check, timeout)
+    wait_until(check, bool, f"Pod {name} to be Ready", timeout, interval=INTERVAL)
     out.setdefault("running", out["ready"])
     if dashboard:
         out.setdefault("dashboard", out["ready"])
     kube.delete(f"{path}/{name}", {"gracePeriodSeconds": 0})
-    _until(lambda: kube.get_or_none(f"{path}/{name}") is None, 60)
+    wait_until(lambda: kube.get_or_none(f"{path}/{name}") is None, bool, f"Pod {name} to go", 60, interval=INTERVAL)
     return out
 
 
@@ -91,7 +84,8 @@ def ray_head(name: str, ray: str) -> dict:
 def run(kube: Kube, repeat: int) -> None:
     ns = f"bench-{uuid.uuid4().hex[:6]}"
     kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
-    _until(lambda: kube.get_or_none(f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60)
+    wait_until(lambda: kube.get_or_none(f"/api/v1/namespaces/{ns}/serviceaccounts/default"), bool,
+               f"the default ServiceAccount of {ns}", 60, interval=INTERVAL)
     cases = {
         "plain Pod (busybox sleep, no probes)": lambda i: {
             "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"plain-{i}"},

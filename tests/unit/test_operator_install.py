@@ -20,11 +20,13 @@ class FakeApps:
         state = next(self.states)
         if isinstance(state, Exception):
             raise state
-        return NS(status=NS(conditions=[NS(type="Available", status=state)], ready_replicas=1 if state == "True" else 0))
+        return NS(status=NS(conditions=[NS(type="Available", status=state)],
+                            ready_replicas=1 if state == "True" else 0))
 
 
 def test_the_operator_is_ready_once_available_with_a_ready_replica(monkeypatch):
-    monkeypatch.setattr(installer.client, "AppsV1Api", lambda api: FakeApps([ApiException(status=404), "False", "True"]))
+    states = [ApiException(status=404), "False", "True"]
+    monkeypatch.setattr(installer.client, "AppsV1Api", lambda api: FakeApps(states))
     monkeypatch.setattr(installer, "wait_until", _fast(installer.wait_until))
     installer.wait_ready({}, [DEPLOYMENT], None)
 
