@@ -125,6 +125,49 @@ def test_no_upward_import():
     assert not offenders, "imports against the layers:\n  " + "\n  ".join(offenders)
 
 
+def _top_level_names(path: Path) -> set[str]:
+    """What a module defines or imports at its top level (inside top-level if/try blocks too)."""
+    names: set[str] = set()
+    body = list(ast.parse(path.read_text()).body)
+    while body:
+        node = body.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            body += node.body + getattr(node, "orelse", []) + getattr(node, "finalbody", []) + \
+                [s for h in getattr(node, "handlers", []) for s in h.body]
+    return names
+
+
+def test_every_name_imported_from_the_project_exists():
+    """A name moved to another module leaves no importer behind, also one whose code no unit test runs: the
+    modules of fixtures/ and clusters/, and whatever imports them absolutely (tests, benches, conformance tests)."""
+    others = sorted(p for top in OUTSIDE_THE_PRODUCT for p in (ROOT / top).rglob("*.py"))
+    importers = sorted(MODULES.items()) + [(None, p) for p in others]
+    missing = []
+    for m, path in importers:
+        package = m if m is None or path.name == "__init__.py" else m.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or (node.level and m is None):
+                continue
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            if base not in MODULES:
+                continue
+            defined = _top_level_names(MODULES[base]) | {n.rpartition(".")[2] for n in MODULES
+                                                         if n.rpartition(".")[0] == base}
+            missing += [f"{path.relative_to(ROOT)}:{node.lineno} imports {a.name} from {base}, which has no such name"
+                        for a in node.names if a.name != "*" and a.name not in defined]
+    assert not missing, "\n  ".join(["imports of names that are not there:", *missing])
+
+
 def _python_files_outside_tests() -> list[Path]:
     return sorted(p for p in ROOT.rglob("*.py") if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
                   and p.relative_to(ROOT).parts[0] not in ("tests", "reports", "build"))
