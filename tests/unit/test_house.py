@@ -18,6 +18,8 @@ OUTSIDE_THE_PRODUCT = ("conformance", "tests", "bench")  # top-level folders the
 MUST_NOT_IMPORT = {  # module (or package, with every module in it) -> what it must not import, and why
     CLUSTERS: ([FIXTURES], "cluster definitions and test beds sit below the pytest plugin"),
     f"{FIXTURES}.waiting": ([f"{FIXTURES}.expect"], "waiting sits below the expectations that wait"),
+    f"{FIXTURES}.objects": ([f"{FIXTURES}.operator", f"{FIXTURES}.expect"],
+                            "the object engine sits below the operator install and the expectations"),
     f"{FIXTURES}.errors": ([FIXTURES, CLUSTERS], "a low-level helper imports nothing of the project"),
     f"{FIXTURES}.describe": ([FIXTURES, CLUSTERS], "a low-level helper imports nothing of the project"),
 }
