@@ -33,8 +33,9 @@ from pathlib import Path
 
 from kubernetes import client
 
-from rayconformance.clusters.local.paths import CACHE
-from rayconformance.fixtures import kube, namespaces, operator, profiles, providers, ray
+from rayconformance.clusters.toolcache import CACHE
+from rayconformance.fixtures import kube, namespaces, profiles, providers, ray
+from rayconformance.fixtures.operator import OperatorError, installer
 from rayconformance.fixtures.listwatch import ListWatch
 
 POLL = 0.1
@@ -199,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cluster {cluster.name} up in {cluster.bringup_seconds:.1f}s", flush=True)
     try:
         try:
-            operator.install(profile, cluster, run_dir, provider)
+            installer.install(profile, cluster, run_dir, provider)
             api = kube.api_client(cluster.kubeconfig)
             core = client.CoreV1Api(api)
             ns = namespaces.create(core, "bench-provisioning", "bench")
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 namespaces.delete(core, ns, 300)
         finally:
-            operator.uninstall(profile, cluster, run_dir)
+            installer.uninstall(profile, cluster, run_dir)
     finally:
         provider.down()
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -252,5 +253,5 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except (profiles.ProfileError, providers.ProviderError, operator.OperatorError, KeyError) as e:
+    except (profiles.ProfileError, providers.ProviderError, OperatorError, KeyError) as e:
         sys.exit(f"bench: {' '.join(str(e).split())}")

@@ -14,7 +14,7 @@ import os
 import zlib
 from pathlib import Path
 
-from rayconformance.clusters.local.paths import CACHE, tool, versions
+from rayconformance.clusters.toolcache import CACHE, tool, versions
 
 HERE = Path(__file__).resolve().parent
 ENGINE_SCRIPT = HERE / "engine.sh"

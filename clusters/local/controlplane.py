@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import certs, procs
 from ..definition import ClusterDefinition
-from .paths import tool
+from ..toolcache import tool
 
 ETCD_CLIENT_PORT = 2379
 ETCD_PEER_PORT = 2380

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import procs
 from ..definition import ClusterDefinition
-from .paths import tool
+from ..toolcache import tool
 
 NAME = "coredns"
 

@@ -1,11 +1,12 @@
-"""Where the local test bed keeps things: the versioned tool cache (kept) and per-cluster state (removed on teardown)."""
+"""Where the local test bed keeps its own things: per-cluster state (removed on teardown), the one-bed-per-machine
+lock, and whether the shared tool cache (clusters/toolcache.py) is usable by the bed's Pods."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-CACHE = Path(os.environ.get("RAYCONF_CACHE", "/var/cache/rayconformance"))
+from ..toolcache import CACHE
+
 STATE_ROOT = Path(os.environ.get("RAYCONF_STATE", "/run/rayconformance"))
 # One test bed at a time on a machine: ports and addresses are fixed.
 LOCK_FILE = Path(os.environ.get("RAYCONF_LOCK", "/run/rayconformance.lock"))
@@ -19,23 +20,6 @@ def cache_problem(cache: Path = CACHE) -> str | None:
                 f"directory, so Pods could not run what it holds; set RAYCONF_CACHE to a directory outside /tmp "
                 f"(e.g. /var/tmp/rayconformance)")
     return None
-
-
-def versions() -> dict[str, str]:
-    """The pinned versions from versions.env (KEY=value lines)."""
-    out = {}
-    for line in (HERE / "versions.env").read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            k, v = line.split("=", 1)
-            out[k] = v.split(" #", 1)[0].strip().strip('"')
-    return out
-
-
-def tool(component: str, binary: str, version: str | None = None) -> Path:
-    """Path of a built binary in the cache, e.g. tool('kubernetes', 'kube-apiserver')."""
-    v = version or versions()[f"{component.upper()}_VERSION"]
-    return CACHE / f"{component}-{v}" / "bin" / binary
 
 
 def state_dir(cluster: str) -> Path:

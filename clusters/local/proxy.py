@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import controlplane, network, procs
 from ..definition import ClusterDefinition
-from .paths import tool
+from ..toolcache import tool
 
 NAME = "kube-proxy"
 HEALTHZ = "127.0.0.1:10256"

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from .. import toolcache
 from ..definition import ClusterDefinition
-from . import toolcache
-from .paths import versions
 
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 _PATHS = {
@@ -65,7 +64,7 @@ def start(defn: ClusterDefinition, state: Path) -> None:
 
 def _start(defn: ClusterDefinition, state: Path) -> None:
     from .nodeagent.kube import ApiError, Kube
-    version = versions()["LOCAL_PATH_PROVISIONER_VERSION"]
+    version = toolcache.versions()["LOCAL_PATH_PROVISIONER_VERSION"]
     d = toolcache.ensure("localpath", version, "deploy/local-path-storage.yaml")
     data_dir = state / "local-path"
     data_dir.mkdir(parents=True, exist_ok=True)

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from . import controlplane, network, procs
 from ..definition import ClusterDefinition
+from ..toolcache import CACHE
 from .nodeagent.sandbox import MARKER as POD_MARKER
-from .paths import CACHE, LOCK_FILE, STATE_ROOT, cache_problem, state_dir
+from .paths import LOCK_FILE, STATE_ROOT, cache_problem, state_dir
 
 
 @dataclass

@@ -6,7 +6,6 @@ import pytest
 
 from rayconformance.fixtures import gateway as gw
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.providers import images_of
 
 
 @pytest.fixture(scope="session")
@@ -18,8 +17,7 @@ def gateway(k8s, operator, provider, timeouts, conformance_options):
 
     def get() -> gw.GatewayInfo:
         if not installed:
-            if provider.supports("load_images"):  # e.g. the local bed builds Traefik on first use
-                provider.load_images(images_of(ray.load_sample(gw.SAMPLE)))
+            provider.prepare_images(ray.load_sample(gw.SAMPLE))  # e.g. the local bed builds Traefik on first use
             (conformance_options.run_dir / gw.INSTALLED_MARKER).touch()  # the run's teardown removes it
             installed.append(gw.install(k8s, timeouts.medium))
         return installed[0]
@@ -51,10 +49,10 @@ def upgrade_source():
 
 @pytest.fixture
 def operator_release_swap(k8s, operator, provider, cluster, conformance_options):
-    """Swaps the operator under test for an earlier release and back (fixtures.operator.ReleaseSwap); whatever the
+    """Swaps the operator under test for an earlier release and back (fixtures/operator/release_swap.py); whatever the
     test did, the session's operator install is back in place when it is over. None when the suite did not
     install the operator (nothing to swap back to)."""
-    from rayconformance.fixtures.operator import ReleaseSwap
+    from rayconformance.fixtures.operator.release_swap import ReleaseSwap
 
     swap = ReleaseSwap.for_session(k8s, provider, cluster.provider, operator.profile, conformance_options.run_dir,
                                    conformance_options.timeout_scale)

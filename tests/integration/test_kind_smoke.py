@@ -12,7 +12,8 @@ import subprocess
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures import operator, profiles, ray
+from rayconformance.fixtures import profiles, ray
+from rayconformance.fixtures.operator import installer
 from rayconformance.fixtures.expect.raycluster import raycluster_must_be_provisioned
 from rayconformance.fixtures.kube import api_client
 from rayconformance.fixtures.providers import make_provider
@@ -65,7 +66,7 @@ def test_kind_cpu_provisions_a_raycluster(tmp_path):
             assert routes.strip() == "", f"the engine's network namespace has a default route: {routes}"
         profile = profiles.load("kuberay-v1.6.1")
         provider.load_images([f"rayproject/ray:{profile.ray_version}"])  # the sample's image, as the suite loads it
-        operator.install(profile, cluster, tmp_path / "operator", provider)
+        installer.install(profile, cluster, tmp_path / "operator", provider)
         api = api_client(cluster.kubeconfig)
         body = ray.sample("raycluster-basic", profile.ray_version, kind="RayCluster")
         ray.RayResources(api, "default", "RayCluster").create(body)

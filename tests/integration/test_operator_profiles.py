@@ -9,8 +9,10 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
-from rayconformance.clusters.local.paths import tool
-from rayconformance.fixtures import namespaces, operator, profiles
+from rayconformance.clusters.toolcache import tool
+from rayconformance.fixtures import namespaces, profiles
+from rayconformance.fixtures.objects import create_all, delete_all
+from rayconformance.fixtures.operator.render import render
 from tests.suiterun import derive_profile, run_suite
 
 pytestmark = pytest.mark.integration
@@ -70,10 +72,9 @@ def test_claimed_feature_the_operator_lacks_fails_naming_it(cpu, tmp_path):
 def test_sweep_releases_finalizers_no_operator_will_remove(cpu):
     """A RayJob whose operator is gone keeps its namespace Terminating forever; the end-of-run sweep releases it."""
     profile = profiles.load("kuberay-v1.6.1")
-    crds = [o for o in operator.render(profile.install["local"], {}, profile.path.parent,
-                                          str(tool("kubernetes", "kubectl")))
+    crds = [o for o in render(profile.install["local"], {}, profile.path.parent, str(tool("kubernetes", "kubectl")))
             if o["kind"] == "CustomResourceDefinition"]
-    operator.create_all(crds, cpu.api)  # no operator: nothing will remove the finalizer
+    create_all(crds, cpu.api)  # no operator: nothing will remove the finalizer
     try:
         run_id = "sweep-release"
         ns = namespaces.create(cpu.core, "stuck", run_id)
@@ -85,4 +86,4 @@ def test_sweep_releases_finalizers_no_operator_will_remove(cpu):
         assert released == [f"RayJob {ns}/stuck (ray.io/rayjob-finalizer)"], released
         assert not cpu.core.list_namespace(label_selector=f"{namespaces.RUN_LABEL}={run_id}").items
     finally:
-        operator.delete_all(crds, cpu.api)
+        delete_all(crds, cpu.api)

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from bedkit import pod_processes, ready, until
-from rayconformance.clusters.local.paths import versions
+from rayconformance.clusters.toolcache import versions
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import pytest
 from bedkit import Cluster, pod_manifest, ready
 from rayconformance.clusters import definition
 from rayconformance.clusters.local import network, nodes, procs
-from rayconformance.clusters.local.paths import CACHE
+from rayconformance.clusters.toolcache import CACHE
 from rayconformance.clusters.local.testbed import TestBed
 
 pytestmark = pytest.mark.integration

@@ -1,13 +1,16 @@
-"""fixtures.operator's swap to an earlier operator release and back (RayServiceOperatorUpgrade): when a rollout
+"""fixtures/operator/release_swap.py: the swap to an earlier operator release and back (RayServiceOperatorUpgrade): when a rollout
 is complete, which objects go afterwards, and that the session's install is always put back."""
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace as NS
 
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures import operator as op
+from rayconformance.fixtures.objects import object_key
+from rayconformance.fixtures.operator import OperatorError
+from rayconformance.fixtures.operator import release_swap as op
 
 NEW, OLD = "quay.io/kuberay/operator:v1.6.1", "quay.io/kuberay/operator:v1.5.1"
 
@@ -60,7 +63,7 @@ def test_leftovers_are_what_the_earlier_release_created_and_the_session_lacks():
     session = [obj("CustomResourceDefinition", "rayclusters.ray.io"), obj("Deployment", "kuberay-operator", "ray-system")]
     created = [obj("ClusterRole", "old-only"), obj("Deployment", "kuberay-operator", "ray-system"),
                obj("ConfigMap", "old-only", "ray-system")]
-    assert [op.object_key(o) for o in op.leftovers(created, session)] == [
+    assert [object_key(o) for o in op.leftovers(created, session)] == [
         ("ClusterRole", None, "old-only"), ("ConfigMap", "ray-system", "old-only")]
 
 
@@ -75,7 +78,8 @@ def calls(monkeypatch):
     """The API-facing steps of the swap, recorded instead of run."""
     seen: list = []
     old_objects = [obj("ClusterRole", "old-only"), session_deployment(OLD)]
-    monkeypatch.setattr(op, "render", lambda spec, gates, d, k: seen.append(("render", spec["image"])) or old_objects)
+    monkeypatch.setattr(op, "prepared", lambda spec, profile, provider: seen.append(("render", spec["image"]))
+                        or old_objects)
     def replace_all(objs, api, scale, created=None):
         seen.append(("replace", [o["metadata"]["name"] for o in objs]))
         made = [old_objects[0]] if objs is old_objects else []
@@ -90,12 +94,12 @@ def calls(monkeypatch):
 
 
 def swap() -> op.ReleaseSwap:
-    provider = NS(kubectl=lambda: "kubectl", supports=lambda c: False)
+    provider = NS(kubectl=lambda: "kubectl")
     session = [obj("CustomResourceDefinition", "rayservices.ray.io"), session_deployment()]
     return op.ReleaseSwap(None, provider, "local", {"image": NEW}, session)
 
 
-PREVIOUS = NS(name="kuberay-v1.5.1", install={"local": {"image": OLD}}, feature_gates={}, path=op.Path("/p/x.yaml"))
+PREVIOUS = NS(name="kuberay-v1.5.1", install={"local": {"image": OLD}}, feature_gates={}, path=Path("/p/x.yaml"))
 
 
 def test_swap_installs_the_earlier_release_then_upgrades_and_removes_what_only_it_had(calls):
@@ -121,5 +125,5 @@ def test_restore_puts_the_session_install_back_when_the_test_stopped_midway(call
 
 
 def test_an_earlier_release_without_an_install_for_the_provider_is_one_line(calls):
-    with pytest.raises(op.OperatorError, match="profile kuberay-v1.5.1 has no install.local"):
+    with pytest.raises(OperatorError, match="profile kuberay-v1.5.1 has no install.local"):
         swap().install_previous(NS(name="kuberay-v1.5.1", install={"kind": {}}, feature_gates={}, path=None))

@@ -60,6 +60,16 @@ def test_local_reports_gpu_nodes_and_unmapped_images(tmp_path):
         gpu.load_images(["nginx:1"])
 
 
+def test_prepare_images_loads_what_the_objects_run_where_the_provider_loads_images(tmp_path, monkeypatch):
+    deployment = {"kind": "Deployment", "spec": {"template": {"spec": {"containers": [{"image": "a:1"}]}}}}
+    local, existing = (providers.make_provider(name, None, tmp_path) for name in ("local", "existing"))
+    loaded = []
+    monkeypatch.setattr(type(local), "load_images", lambda self, images: loaded.append(images))
+    local.prepare_images([deployment])
+    existing.prepare_images([deployment])  # its nodes pull images themselves: nothing to do
+    assert loaded == [["a:1"]]
+
+
 def test_attach_gives_a_handle_that_never_takes_the_cluster_down(tmp_path):
     cluster = providers.Cluster(provider="local", name="local-cpu", kubeconfig=tmp_path / "kubeconfig",
                                 definition="local-cpu")

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from rayconformance.clusters.local import toolcache
+from rayconformance.clusters import toolcache
 
 
 def test_builds_once_then_reuses(tmp_path, monkeypatch):
@@ -49,7 +49,7 @@ def test_an_unwritable_cache_is_one_line(tmp_path, monkeypatch):
 
 def test_a_patched_operator_source_is_its_own_build(tmp_path, monkeypatch):
     """`source.patch` builds the release patched under `<version>-<patch>-<hash>`; editing the patch is a new tag."""
-    from rayconformance.fixtures import operator
+    from rayconformance.fixtures.operator import OperatorError, source
 
     monkeypatch.setattr(toolcache, "CACHE", tmp_path)
     patch = tmp_path / "raycluster-wrong.patch"
@@ -63,13 +63,13 @@ def test_a_patched_operator_source_is_its_own_build(tmp_path, monkeypatch):
 
     monkeypatch.setattr(toolcache.subprocess, "run", fake_run)
     src = {"name": "kuberay", "version": "v1.6.1", "patch": patch.name}
-    first = operator.source_dir({"source": src}, tmp_path)
+    first = source.source_dir({"source": src}, tmp_path)
     patch.write_text("--- a/x\n+++ b/x\n@@\n")
-    second = operator.source_dir({"source": src}, tmp_path)
+    second = source.source_dir({"source": src}, tmp_path)
     assert first.name.startswith("kuberay-v1.6.1-raycluster-wrong-") and second.name != first.name
     assert [b[1:] for b in builds] == [("v1.6.1", str(patch))] * 2
-    with pytest.raises(operator.OperatorError, match="patch .*missing.patch not found"):
-        operator.source_dir({"source": {**src, "patch": "missing.patch"}}, tmp_path)
+    with pytest.raises(OperatorError, match="patch .*missing.patch not found"):
+        source.source_dir({"source": {**src, "patch": "missing.patch"}}, tmp_path)
 
 
 def test_a_cache_under_tmp_is_refused_in_one_line():

@@ -1,4 +1,5 @@
-"""bench/upstream_samples.py: which KubeRay samples it runs or skips, and the setup their comments ask for."""
+"""bench/upstream_samples.py and its parts (bench/upstream/): which KubeRay samples it runs or skips, the setup
+their comments ask for, when a sample has reached its goal or never can, and its teardown."""
 from __future__ import annotations
 
 import importlib.util
@@ -11,10 +12,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def samples():
+    """The command; loading it puts bench/ on sys.path for its parts, `upstream.plan` and `upstream.goals`."""
     spec = importlib.util.spec_from_file_location("upstream_samples", ROOT / "bench" / "upstream_samples.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def plan(samples):
+    return importlib.import_module("upstream.plan")
+
+
+@pytest.fixture(scope="module")
+def goals(samples):
+    return importlib.import_module("upstream.goals")
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -37,8 +49,8 @@ spec:
 """
 
 
-def test_a_plain_raycluster_runs(samples, tmp_path):
-    skip, objs = samples.classify(write(tmp_path, RAYCLUSTER % ""))
+def test_a_plain_raycluster_runs(plan, tmp_path):
+    skip, objs = plan.classify(write(tmp_path, RAYCLUSTER % ""))
     assert skip is None and objs[0]["kind"] == "RayCluster"
 
 
@@ -46,33 +58,33 @@ def test_a_plain_raycluster_runs(samples, tmp_path):
     ("          resources: {limits: {nvidia.com/gpu: 1}}", "needs hardware"),
     ("          args: ['pip install torch']", "needs internet egress"),
 ])
-def test_hardware_and_egress_are_skipped_with_the_reason(samples, tmp_path, extra, reason):
-    skip, _ = samples.classify(write(tmp_path, RAYCLUSTER % extra))
+def test_hardware_and_egress_are_skipped_with_the_reason(plan, tmp_path, extra, reason):
+    skip, _ = plan.classify(write(tmp_path, RAYCLUSTER % extra))
     assert skip and skip.startswith(reason)
 
 
-def test_a_link_in_a_comment_is_no_egress(samples, tmp_path):
-    skip, _ = samples.classify(write(tmp_path, "# see https://example.invalid/x.zip\n" + RAYCLUSTER % ""))
+def test_a_link_in_a_comment_is_no_egress(plan, tmp_path):
+    skip, _ = plan.classify(write(tmp_path, "# see https://example.invalid/x.zip\n" + RAYCLUSTER % ""))
     assert skip is None
 
 
-def test_a_file_without_ray_resources_is_skipped(samples, tmp_path):
-    skip, _ = samples.classify(write(tmp_path, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"))
+def test_a_file_without_ray_resources_is_skipped(plan, tmp_path):
+    skip, _ = plan.classify(write(tmp_path, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"))
     assert skip == "no Ray resource (ConfigMap)"
 
 
-def test_the_secret_a_comment_tells_the_user_to_create_is_read(samples):
+def test_the_secret_a_comment_tells_the_user_to_create_is_read(plan):
     text = ("  # kubectl create secret generic my-auth --from-literal=auth_token='s3cret' -n default\n"
             "  # kubectl create secret generic other --from-literal=a=1 --from-literal=b=\"2\"\n"
             "  secretKeyRef: {name: my-auth}\n")
-    assert samples.documented_secrets(text) == {"my-auth": {"auth_token": "s3cret"}, "other": {"a": "1", "b": "2"}}
+    assert plan.documented_secrets(text) == {"my-auth": {"auth_token": "s3cret"}, "other": {"a": "1", "b": "2"}}
 
 
-def test_no_comment_no_secret(samples):
-    assert samples.documented_secrets("kubectl create secret generic x --from-literal=a=b\n") == {}
+def test_no_comment_no_secret(plan):
+    assert plan.documented_secrets("kubectl create secret generic x --from-literal=a=b\n") == {}
 
 
-def test_a_kind_the_cluster_does_not_serve_is_named(samples):
+def test_a_kind_the_cluster_does_not_serve_is_named(plan):
     from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
     class Resources:
@@ -85,8 +97,8 @@ def test_a_kind_the_cluster_does_not_serve_is_named(samples):
         resources = Resources()
 
     objs = [{"apiVersion": "ray.io/v1", "kind": "RayCluster"}, {"apiVersion": "scheduling.example/v2", "kind": "Queue"}]
-    assert samples.unserved(Dyn(), objs) == "Queue (scheduling.example/v2)"
-    assert samples.unserved(Dyn(), objs[:1]) is None
+    assert plan.unserved(Dyn(), objs) == "Queue (scheduling.example/v2)"
+    assert plan.unserved(Dyn(), objs[:1]) is None
 
 
 @pytest.mark.parametrize("job_status, cluster_state, goal", [
@@ -94,16 +106,16 @@ def test_a_kind_the_cluster_does_not_serve_is_named(samples):
     ({"jobDeploymentStatus": "Waiting", "rayClusterName": "c"}, None, False),
     ({"jobDeploymentStatus": "Initializing", "rayClusterName": "c"}, "ready", False),
 ])
-def test_an_interactive_rayjob_reaches_its_goal_waiting_for_the_users_job(samples, monkeypatch, job_status,
+def test_an_interactive_rayjob_reaches_its_goal_waiting_for_the_users_job(goals, monkeypatch, job_status,
                                                                          cluster_state, goal):
     statuses = {("RayJob", "j"): job_status, ("RayCluster", "c"): {"state": cluster_state}}
-    monkeypatch.setattr(samples, "_status", lambda api, ns, obj: statuses[obj["kind"], obj["metadata"]["name"]])
+    monkeypatch.setattr(goals, "_status", lambda api, ns, obj: statuses[obj["kind"], obj["metadata"]["name"]])
     job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "j"},
            "spec": {"submissionMode": "InteractiveMode"}}
-    assert samples.reached(None, "ns", job)[0] is goal
+    assert goals.reached(None, "ns", job)[0] is goal
 
 
-def test_a_pod_counts_its_limits_when_it_sets_no_requests(samples):
+def test_a_pod_counts_its_limits_when_it_sets_no_requests(goals):
     from kubernetes import client
 
     def ctr(limits=None, requests=None):
@@ -112,7 +124,7 @@ def test_a_pod_counts_its_limits_when_it_sets_no_requests(samples):
     pod = client.V1Pod(spec=client.V1PodSpec(
         containers=[ctr(limits={"cpu": "4", "memory": "1Gi"}), ctr(limits={"cpu": "1"}, requests={"cpu": "500m"})],
         init_containers=[ctr(limits={"cpu": "200m"})]))
-    assert samples.pod_requests(pod) == {"cpu": 4.5, "memory": float(2**30)}
+    assert goals.pod_requests(pod) == {"cpu": 4.5, "memory": float(2**30)}
 
 
 class FakeCore:
@@ -142,30 +154,30 @@ class FakeCore:
                                              for n in self.sample_namespaces])
 
 
-def test_a_pod_larger_than_any_node_never_fits(samples):
+def test_a_pod_larger_than_any_node_never_fits(goals):
     from kubernetes import client
     taint = [client.V1Taint(key="node-role.kubernetes.io/control-plane", effect="NoSchedule")]
     core = FakeCore([("cp", "2", taint), ("w", "2", None)], [("head", "s", None, "4")], ["s"])
-    assert "asks for cpu 4; the largest schedulable node has 2" in samples._never_fits(core, "s")
+    assert "asks for cpu 4; the largest schedulable node has 2" in goals._never_fits(core, "s")
 
 
-def test_a_sample_larger_than_what_the_cluster_leaves_never_fits(samples):
+def test_a_sample_larger_than_what_the_cluster_leaves_never_fits(goals):
     core = FakeCore([("w", "2", None)], [("dns", "kube-system", "w", "500m"), ("head", "s", "w", "1"),
                                          ("worker", "s", None, "1")], ["s"])
-    assert "ask for cpu 2 together; the schedulable nodes have 1.5" in samples._never_fits(core, "s")
+    assert "ask for cpu 2 together; the schedulable nodes have 1.5" in goals._never_fits(core, "s")
 
 
-def test_a_pod_no_node_has_room_for_beside_the_samples_own_never_fits(samples):
+def test_a_pod_no_node_has_room_for_beside_the_samples_own_never_fits(goals):
     core = FakeCore([("cp", "2", None), ("w", "2", None)],
                     [("dns", "kube-system", "cp", "500m"), ("head", "s", "w", "1"), ("w1", "s", "cp", "1"),
                      ("w2", "s", None, "1.2")], ["s"])
-    assert samples._never_fits(core, "s") == ("Pod w2 asks for cpu 1.2; no schedulable node has that left beside "
-                                              "the cluster's own Pods and the sample's others (the most: 1)")
+    assert goals._never_fits(core, "s") == ("Pod w2 asks for cpu 1.2; no schedulable node has that left beside "
+                                            "the cluster's own Pods and the sample's others (the most: 1)")
 
 
-def test_a_pod_that_waits_for_another_sample_to_finish_may_still_fit(samples):
+def test_a_pod_that_waits_for_another_sample_to_finish_may_still_fit(goals):
     core = FakeCore([("w", "2", None)], [("other", "t", "w", "1"), ("head", "s", None, "1")], ["s", "t"])
-    assert samples._never_fits(core, "s") is None
+    assert goals._never_fits(core, "s") is None
 
 
 @pytest.fixture(scope="module")
@@ -274,16 +286,16 @@ def selecting_job(cluster):
             "spec": {"clusterSelector": {"ray.io/cluster": cluster}}}
 
 
-def test_a_rayjob_selecting_a_cluster_the_sample_never_makes_ends_once_the_operator_says_so(samples):
+def test_a_rayjob_selecting_a_cluster_the_sample_never_makes_ends_once_the_operator_says_so(goals):
     job = selecting_job("elsewhere")
-    assert samples._selects_a_cluster_never_made(FakeEvents([]), "s", [job]) is None, "not before the operator says"
-    why = samples._selects_a_cluster_never_made(FakeEvents([("j", "RayClusterNotFound")]), "s", [job])
+    assert goals._selects_a_cluster_never_made(FakeEvents([]), "s", [job]) is None, "not before the operator says"
+    why = goals._selects_a_cluster_never_made(FakeEvents([("j", "RayClusterNotFound")]), "s", [job])
     assert why == ("RayJob j selects RayCluster elsewhere, which the sample does not create "
                    "(the operator: RayClusterNotFound)")
 
 
-def test_a_rayjob_selecting_the_samples_own_cluster_waits_for_it(samples):
+def test_a_rayjob_selecting_the_samples_own_cluster_waits_for_it(goals):
     own = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "mine"}}
     events = FakeEvents([("j", "RayClusterNotFound")])
-    assert samples._selects_a_cluster_never_made(events, "s", [own, selecting_job("mine")]) is None
+    assert goals._selects_a_cluster_never_made(events, "s", [own, selecting_job("mine")]) is None
     assert events.selectors == []

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...definition import ClusterDefinition
-from ..paths import CACHE
+from ...toolcache import CACHE
 
 log = logging.getLogger("nodeagent.images")
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

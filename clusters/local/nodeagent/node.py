@@ -11,7 +11,7 @@ from pathlib import Path
 from .kube import ApiError, MERGE, SMP
 from .status import rfc3339
 from ...definition import ClusterDefinition, NodeDef
-from ..paths import versions
+from ...toolcache import versions
 
 log = logging.getLogger("nodeagent.node")
 LEASE_SECONDS, RENEW_EVERY, STATUS_EVERY = 40, 10.0, 60.0

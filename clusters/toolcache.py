@@ -1,7 +1,10 @@
-"""Building a cached component on first use: `ensure("kuberay", "v1.6.1", "bin/ray-operator")` returns its
-directory in the tool cache, running `build-tools.sh kuberay@v1.6.1` first when it is not there yet (its output
-goes to `<cache>/logs/build-<component>-<version>.log`). So a run builds only what it needs: the selected
-profile's operator, and the Gateway implementation only when a test installs it.
+"""The versioned tool cache, shared by every provider: its root (`RAYCONF_CACHE`), the pinned versions
+(clusters/local/versions.env), a component's `<component>-<version>` directory and its built binaries.
+
+`ensure("kuberay", "v1.6.1", "bin/ray-operator")` returns a component's directory, running
+`clusters/local/build-tools.sh kuberay@v1.6.1` first when it is not there yet (its output goes to
+`<cache>/logs/build-<component>-<version>.log`). So a run builds only what it needs: the selected profile's
+operator, and the Gateway implementation only when a test installs it.
 """
 from __future__ import annotations
 
@@ -12,7 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from .paths import CACHE, HERE
+CACHE = Path(os.environ.get("RAYCONF_CACHE", "/var/cache/rayconformance"))
+BUILDER = Path(__file__).resolve().parent / "local"  # build-tools.sh and the versions.env it pins
+BUILD_SCRIPT = BUILDER / "build-tools.sh"
 
 
 class ToolBuildError(RuntimeError):
@@ -43,10 +48,27 @@ def _build(component: str, version: str, marker: Path, log: Path, env: dict[str,
     sys.stderr.write(f"rayconformance: building {component} {version} (first use; log {log})\n")
     started = time.monotonic()
     with log.open("w") as out:
-        r = subprocess.run(["bash", str(HERE / "build-tools.sh"), f"{component}@{version}"], stdout=out,
+        r = subprocess.run(["bash", str(BUILD_SCRIPT), f"{component}@{version}"], stdout=out,
                            stderr=subprocess.STDOUT, env={**os.environ, **env})
     if r.returncode != 0 or not marker.exists():
         last = [ln for ln in log.read_text().splitlines() if ln.strip()][-1:] or ["no output"]
         raise ToolBuildError(f"building {component} {version} failed (exit {r.returncode}): {last[0].strip()}; "
                              f"see {log}")
     sys.stderr.write(f"rayconformance: built {component} {version} in {time.monotonic() - started:.0f}s\n")
+
+
+def versions() -> dict[str, str]:
+    """The pinned versions from versions.env (KEY=value lines)."""
+    out = {}
+    for line in (BUILDER / "versions.env").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            out[k] = v.split(" #", 1)[0].strip().strip('"')
+    return out
+
+
+def tool(component: str, binary: str, version: str | None = None) -> Path:
+    """Path of a built binary in the cache, e.g. tool('kubernetes', 'kube-apiserver')."""
+    v = version or versions()[f"{component.upper()}_VERSION"]
+    return CACHE / f"{component}-{v}" / "bin" / binary

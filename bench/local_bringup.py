@@ -1,7 +1,7 @@
 """Measure the local test bed's build and bring-up: the tool build (cold, or `cached` when warm) and a warm
 bring-up and teardown of the control plane alone and of the whole test bed.
 
-    python -m rayconformance.clusters.local.bench_bringup [--cluster local-cpu] [--repeat 2]
+    .venv/bin/python bench/local_bringup.py [--cluster local-cpu] [--repeat 2]
 
 The cold build time is what `build-tools.sh` prints on a machine without the cache (it prints per component
 `built in Ns`); here it is re-run, so a warm cache shows how fast a second run skips the build.
@@ -13,10 +13,10 @@ import os
 import statistics
 import subprocess
 import time
-from pathlib import Path
 
-from .. import definition
-from .testbed import TestBed
+from rayconformance.clusters import definition
+from rayconformance.clusters.local.testbed import TestBed
+from rayconformance.clusters.toolcache import BUILD_SCRIPT
 
 
 def main() -> None:
@@ -26,7 +26,7 @@ def main() -> None:
     a = ap.parse_args()
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
     t = time.monotonic()
-    out = subprocess.run(["bash", str(Path(__file__).with_name("build-tools.sh"))], capture_output=True, text=True)
+    out = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True)
     print(f"tool build: {time.monotonic() - t:.1f}s (exit {out.returncode})")
     for line in out.stdout.splitlines():
         print(f"  {line}")

@@ -1,6 +1,6 @@
 """Measure Pod start-up on the local test bed: time from Pod creation to Ready.
 
-    python -m rayconformance.clusters.local.bench_pod_ready [--cluster local-cpu] [--repeat 3] [--kubeconfig PATH]
+    .venv/bin/python bench/local_pod_ready.py [--cluster local-cpu] [--repeat 3] [--kubeconfig PATH]
 
 Without --kubeconfig it brings up its own test bed (waiting for the machine's test-bed lock) and tears it down
 afterwards. Measured: a plain Pod (busybox `sleep`, no probes), a Pod with a readiness probe (python http.server,
@@ -18,23 +18,16 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from .. import definition
-from .nodeagent.kube import ApiError, Kube
-from .paths import versions
+from rayconformance.clusters import definition
+from rayconformance.clusters.local.nodeagent.kube import ApiError, Kube
+from rayconformance.clusters.toolcache import versions
+from rayconformance.fixtures.waiting import wait_until
+
+INTERVAL = 0.05  # seconds between two looks: the resolution of the times measured
 
 
 def _ready(pod: dict) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in (pod.get("status") or {}).get("conditions") or [])
-
-
-def _until(fn, timeout: float):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise TimeoutError
 
 
 def _gcs_healthy(ip: str) -> bool:
@@ -64,12 +57,12 @@ def measure(kube: Kube, ns: str, pod: dict, timeout: float = 300, dashboard: boo
         if _ready(p):
             out["ready"] = now
         return "ready" in out
-    _until(check, timeout)
+    wait_until(check, bool, f"Pod {name} to be Ready", timeout, interval=INTERVAL)
     out.setdefault("running", out["ready"])
     if dashboard:
         out.setdefault("dashboard", out["ready"])
     kube.delete(f"{path}/{name}", {"gracePeriodSeconds": 0})
-    _until(lambda: kube.get_or_none(f"{path}/{name}") is None, 60)
+    wait_until(lambda: kube.get_or_none(f"{path}/{name}") is None, bool, f"Pod {name} to go", 60, interval=INTERVAL)
     return out
 
 
@@ -91,7 +84,8 @@ def ray_head(name: str, ray: str) -> dict:
 def run(kube: Kube, repeat: int) -> None:
     ns = f"bench-{uuid.uuid4().hex[:6]}"
     kube.create("/api/v1/namespaces", {"metadata": {"name": ns}})
-    _until(lambda: kube.get_or_none(f"/api/v1/namespaces/{ns}/serviceaccounts/default"), 60)
+    wait_until(lambda: kube.get_or_none(f"/api/v1/namespaces/{ns}/serviceaccounts/default"), bool,
+               f"the default ServiceAccount of {ns}", 60, interval=INTERVAL)
     cases = {
         "plain Pod (busybox sleep, no probes)": lambda i: {
             "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"plain-{i}"},
@@ -124,7 +118,7 @@ def run(kube: Kube, repeat: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m rayconformance.clusters.local.bench_pod_ready", description=__doc__,
+    ap = argparse.ArgumentParser(prog="bench/local_pod_ready.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cluster", default="local-cpu")
     ap.add_argument("--repeat", type=int, default=3)
@@ -133,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.kubeconfig:
         run(Kube(a.kubeconfig), a.repeat)
         return 0
-    from .testbed import TestBed
+    from rayconformance.clusters.local.testbed import TestBed
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
     bed = TestBed(definition.load(a.cluster))
     r = bed.up()
