@@ -131,12 +131,12 @@ build_kuberay_tree() {
   [ -f "$tree/ray-operator/go.mod" ] && mod=ray-operator
   [ -d "$tree/helm-chart/kuberay-operator" ] && chart=helm-chart/kuberay-operator
   grep -q '^module github.com/ray-project/kuberay/ray-operator$' "$tree/$mod/go.mod" 2>/dev/null ||
-    { echo "build-tools: $tree is no KubeRay tree (no ray-operator/go.mod, nor a go.mod of module .../ray-operator)" >&2; exit 2; }
+    { echo "build-tools: $tree is no KubeRay tree (no ray-operator/go.mod, nor the ray-operator module's)" >&2; exit 2; }
   local commit; commit=$(git -C "$tree" rev-parse HEAD) ||
     { echo "build-tools: $tree is not a git work tree with a commit" >&2; exit 2; }
   local want=${v#tree-}; want=${want%%-*}
   [ "${commit:0:${#want}}" = "$want" ] ||
-    { echo "build-tools: $tree is at ${commit:0:12}, not at $want (the tree changed after the key was computed; retry)" >&2; exit 1; }
+    { echo "build-tools: $tree is at ${commit:0:12}, not at $want (it changed after its key was computed)" >&2; exit 1; }
   echo "build-tools: building kuberay $v from $tree ($mod${chart:+, $chart})"; local t=$(stamp)
   local work=$dir/src; rm -rf "$work" "$dir/bin" "$dir/config" "$dir/helm-chart"; mkdir -p "$work"
   # the files as they are now; a file deleted but not yet committed is left out
