@@ -242,3 +242,13 @@ def test_the_suite_without_a_tree_prints_one_line_and_fails(tmp_path):
     assert r.returncode != 0
     assert len(out) == 1 and out[0].startswith("ERROR: operator profile kuberay-v1.7.0"), out
     assert "--operator-tree" in out[0] and "Traceback" not in r.stderr
+
+
+def test_a_kind_image_already_in_the_archive_index_is_not_rebuilt(monkeypatch):
+    from rayconformance.clusters import kind as kindtools
+
+    key = TreeKey(Path("/t"), "ray-operator", None, "59d663aeec13760646da3db9c1cf8cfe883e30b7", None)
+    image = source_tree.image_for("quay.io/kuberay/operator:v1.7.0", key)
+    monkeypatch.setattr(kindtools, "image_archives", lambda: {image: Path("/x.tar")})
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("build-app-images.sh ran"))
+    assert source_tree.ensure_kind_image(key, image) == image
