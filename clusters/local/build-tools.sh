@@ -143,11 +143,12 @@ build_kuberay_tree() {
   (cd "$tree" && git ls-files -z --cached --others --exclude-standard -- "$mod" ${chart:+"$chart"} |
     while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) |
     tar -xf - -C "$work"
-  (cd "$work/$mod" && go build -trimpath -ldflags "-s -w" -o "$dir/bin/ray-operator" .)
   cp -r "$work/$mod/config" "$dir/config"
   if [ -n "$chart" ]; then mkdir -p "$dir/helm-chart"; cp -r "$work/$chart" "$dir/helm-chart/"; fi
   printf 'tree=%s\ncommit=%s\ntag=%s\ngo=%s\n' "$tree" "$commit" "$v" "$(go env GOVERSION)" > "$dir/source.env"
-  rm -rf "$work"
+  # the binary last: it marks the build complete (toolcache.ensure)
+  (cd "$work/$mod" && go build -trimpath -ldflags "-s -w" -o "$dir/bin/ray-operator.new" .)
+  mv "$dir/bin/ray-operator.new" "$dir/bin/ray-operator"; rm -rf "$work"
   report "kuberay $v" "$t" "$dir/bin"
 }
 
