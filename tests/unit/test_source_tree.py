@@ -252,3 +252,16 @@ def test_a_kind_image_already_in_the_archive_index_is_not_rebuilt(monkeypatch):
     monkeypatch.setattr(kindtools, "image_archives", lambda: {image: Path("/x.tar")})
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("build-app-images.sh ran"))
     assert source_tree.ensure_kind_image(key, image) == image
+
+
+@pytest.mark.parametrize("provider, image", [("local", "quay.io/kuberay/operator:tree-"),
+                                             ("existing", "quay.io/kuberay/operator:v1.7.0")])
+def test_resolve_install_gives_the_build_and_its_image_where_the_project_build_runs(repo, tmp_path, monkeypatch,
+                                                                                     provider, image):
+    monkeypatch.setattr(source_tree, "build", lambda key: source_tree.TreeBuild(key, tmp_path / f"kuberay-{key.tag}"))
+    spec = profiles.load("kuberay-v1.7.0").install[provider]
+    base, resolved = source_tree.resolve_install(spec, provider, "kuberay-v1.7.0", str(repo))
+    key = source_tree.tree_key(repo)
+    assert base == tmp_path / f"kuberay-{key.tag}"
+    assert resolved["image"].startswith(image) and spec["image"] == "quay.io/kuberay/operator:v1.7.0"
+    assert source_tree.resolve_install(profiles.load("kuberay-v1.6.2").install[provider], provider, "x") is None
