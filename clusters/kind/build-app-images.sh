@@ -7,7 +7,9 @@
 #                                      Debian python3 + a venv with ray[default,serve] from PyPI (clusters/local/
 #                                      ray-constraints.txt), bash, wget; user ray (1000:100) as upstream
 #   quay.io/kuberay/operator:<v>       the KubeRay binary the project builds (make tools), as /manager, for each
-#                                      of $KUBERAY_VERSIONS that is built
+#                                      of $KUBERAY_VERSIONS that is built, and for each source-tree build in the
+#                                      cache (kuberay-tree-<key>: tag tree-<key>; fixtures/source_tree.py), or only
+#                                      the tags in KUBERAY_IMAGE_TAGS="v1.6.2 tree-59d663aeec13" when set
 #   redis:7.4.0                        Debian's redis-server
 #   python:3.11-slim                   Debian's python3 (3.11)
 #   busybox:1.36                       Debian's busybox-static
@@ -92,10 +94,19 @@ build_ray_version() {
   built "$name" "$out"
 }
 
+# kuberay_tags: the KubeRay builds to make images of: KUBERAY_IMAGE_TAGS, else every release of KUBERAY_VERSIONS and
+# every source-tree build in the cache
+kuberay_tags() {
+  if [ -n "${KUBERAY_IMAGE_TAGS:-}" ]; then echo "$KUBERAY_IMAGE_TAGS"; return; fi
+  local d tags=$KUBERAY_VERSIONS
+  for d in "$CACHE"/kuberay-tree-*; do [ -x "$d/bin/ray-operator" ] && tags="$tags ${d##*/kuberay-}"; done
+  echo "$tags"
+}
+
 build_kuberay() {
   local v static=$PARTS/static built=0
   static_base "$static"
-  for v in $KUBERAY_VERSIONS; do
+  for v in $(kuberay_tags); do
     local bin=$CACHE/kuberay-$v/bin/ray-operator name=quay.io/kuberay/operator:$v out=$IMAGES/kuberay-operator-$v.tar
     [ -x "$bin" ] || { echo "build-app-images: KubeRay $v not built (make tools); skipped"; continue; }
     built=1

@@ -3,7 +3,10 @@
 # Usage: build-tools.sh [component[@version] ...]   (components: etcd kubernetes coredns kuberay traefik gatewayapi
 #        localpath, and kubenode: kubelet and kubeadm for kind's node image, not built by default;
 #        default: all; `kuberay@v1.6.1` builds that one KubeRay release instead of every one in KUBERAY_VERSIONS;
-#        with KUBERAY_BASE=v1.6.1 KUBERAY_PATCH=file, `kuberay@<tag>` builds that release patched, as <tag>)
+#        with KUBERAY_BASE=v1.6.1 KUBERAY_PATCH=file, `kuberay@<tag>` builds that release patched, as <tag>;
+#        with RAYCONF_OPERATOR_TREE=dir, `kuberay@tree-<key>` builds that KubeRay source tree (key: its commit, and a
+#        digest of its uncommitted changes: `python -m rayconformance.fixtures.source_tree build DIR` computes it);
+#        helm: the Helm CLI at HELM_VERSION)
 # Already-built components are skipped. Prints what it builds and how long each took.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -115,6 +118,51 @@ build_kuberay_patched() {
   report "kuberay $v" "$t" "$dir/bin"
 }
 
+# build_kuberay_tree TAG: the KubeRay source tree at RAYCONF_OPERATOR_TREE (a clone of the repository, or the
+# ray-operator module alone in a git repository), as it is now (committed and uncommitted files; ignored ones left
+# out), built under TAG = tree-<commit12>[-dirty-<digest>] (fixtures/source_tree.py computes it). The cache holds
+# the binary, the module's config/ and the repository's helm-chart/kuberay-operator/ (when the tree has one).
+build_kuberay_tree() {
+  local v=$1 dir=$CACHE/kuberay-$1 tree=${RAYCONF_OPERATOR_TREE:-}
+  [ -n "$tree" ] && [ -d "$tree" ] ||
+    { echo "build-tools: kuberay $v needs RAYCONF_OPERATOR_TREE (a KubeRay source tree), got '${tree}'" >&2; exit 2; }
+  if [ -x "$dir/bin/ray-operator" ] && [ -d "$dir/config" ]; then echo "build-tools: kuberay $v cached"; return; fi
+  local mod=. chart=""
+  [ -f "$tree/ray-operator/go.mod" ] && mod=ray-operator
+  [ -d "$tree/helm-chart/kuberay-operator" ] && chart=helm-chart/kuberay-operator
+  grep -q '^module github.com/ray-project/kuberay/ray-operator$' "$tree/$mod/go.mod" 2>/dev/null ||
+    { echo "build-tools: $tree is no KubeRay tree (no ray-operator/go.mod, nor the ray-operator module's)" >&2; exit 2; }
+  local commit; commit=$(git -C "$tree" rev-parse HEAD) ||
+    { echo "build-tools: $tree is not a git work tree with a commit" >&2; exit 2; }
+  local want=${v#tree-}; want=${want%%-*}
+  [ "${commit:0:${#want}}" = "$want" ] ||
+    { echo "build-tools: $tree is at ${commit:0:12}, not at $want (it changed after its key was computed)" >&2; exit 1; }
+  echo "build-tools: building kuberay $v from $tree ($mod${chart:+, $chart})"; local t=$(stamp)
+  local work=$dir/src; rm -rf "$work" "$dir/bin" "$dir/config" "$dir/helm-chart"; mkdir -p "$work"
+  # the files as they are now; a file deleted but not yet committed is left out
+  (cd "$tree" && git ls-files -z --cached --others --exclude-standard -- "$mod" ${chart:+"$chart"} |
+    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) |
+    tar -xf - -C "$work"
+  cp -r "$work/$mod/config" "$dir/config"
+  if [ -n "$chart" ]; then mkdir -p "$dir/helm-chart"; cp -r "$work/$chart" "$dir/helm-chart/"; fi
+  printf 'tree=%s\ncommit=%s\ntag=%s\ngo=%s\n' "$tree" "$commit" "$v" "$(go env GOVERSION)" > "$dir/source.env"
+  # the binary last: it marks the build complete (toolcache.ensure)
+  (cd "$work/$mod" && go build -trimpath -ldflags "-s -w" -o "$dir/bin/ray-operator.new" .)
+  mv "$dir/bin/ray-operator.new" "$dir/bin/ray-operator"; rm -rf "$work"
+  report "kuberay $v" "$t" "$dir/bin"
+}
+
+build_helm() {
+  local dir=$CACHE/helm-$HELM_VERSION major=${HELM_VERSION%%.*}
+  [ -x "$dir/bin/helm" ] && { echo "build-tools: helm $HELM_VERSION cached"; return; }
+  echo "build-tools: building helm $HELM_VERSION"; local t=$(stamp)
+  local m=helm.sh/helm/$major
+  [ "$major" = v2 ] && { echo "build-tools: helm v2 is not supported; pin HELM_VERSION to v3 or v4" >&2; exit 2; }
+  GOBIN=$dir/bin go install -trimpath -ldflags "-s -w -X $m/internal/version.version=$HELM_VERSION \
+    -X $m/internal/version.metadata= -X $m/internal/version.gitTreeState=clean" "$m/cmd/helm@$HELM_VERSION"
+  report "helm $HELM_VERSION" "$t" "$dir/bin"
+}
+
 build_traefik() {
   local dir=$CACHE/traefik-$TRAEFIK_VERSION
   [ -x "$dir/bin/traefik" ] && { echo "build-tools: traefik $TRAEFIK_VERSION cached"; return; }
@@ -156,15 +204,17 @@ build_localpath() {
   report "local-path-provisioner $LOCAL_PATH_PROVISIONER_VERSION" "$t" "$dir/bin"
 }
 
-all="etcd kubernetes coredns kuberay traefik gatewayapi localpath"
+all="etcd kubernetes coredns kuberay traefik gatewayapi localpath helm"
 start=$(stamp)
 for arg in ${*:-$all}; do
   c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
   case $c in
-    kuberay) if [ -n "${KUBERAY_PATCH:-}" ]; then ( build_kuberay_patched "$v" ); else
+    kuberay) if [ "${v#tree-}" != "$v" ]; then ( build_kuberay_tree "$v" )
+             elif [ -n "${KUBERAY_PATCH:-}" ]; then ( build_kuberay_patched "$v" ); else
                ( [ -n "$v" ] && KUBERAY_VERSIONS=$v; build_kuberay ); fi ;;
     traefik) ( [ -n "$v" ] && TRAEFIK_VERSION=$v; build_traefik ) ;;
     localpath) ( [ -n "$v" ] && LOCAL_PATH_PROVISIONER_VERSION=$v; build_localpath ) ;;
+    helm) ( [ -n "$v" ] && HELM_VERSION=$v; build_helm ) ;;
     etcd|kubernetes|kubenode|coredns|gatewayapi) ( "build_$c" ) ;;
     *) echo "build-tools: unknown component '$c' (known: $all kubenode)" >&2; exit 2 ;;
   esac

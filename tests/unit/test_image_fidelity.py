@@ -173,3 +173,17 @@ def test_ray_venv_only_root_can_run_is_not_ready_and_is_remade(tmp_path, monkeyp
     assert calls[0][:3] == ["/usr/bin/python3", "-m", "venv"]
     assert not (venv / "bin" / "python3").is_symlink() and (venv / images.MARKER).exists()
     assert images.venv_ready("2.46.0")
+
+
+
+@pytest.mark.parametrize("tag, cache_dir", [("v1.6.2", "kuberay-v1.6.2"), ("1.6.2", "kuberay-v1.6.2"),
+                                            ("tree-59d663aeec13", "kuberay-tree-59d663aeec13"),
+                                            ("tree-59d663aeec13-dirty-53e3ccd6",
+                                             "kuberay-tree-59d663aeec13-dirty-53e3ccd6")])
+def test_the_operator_image_tag_picks_a_release_or_a_source_tree_build(tag, cache_dir, tmp_path, monkeypatch):
+    binary = tmp_path / cache_dir / "bin" / "ray-operator"
+    binary.parent.mkdir(parents=True)
+    binary.touch()
+    monkeypatch.setattr(images, "CACHE", tmp_path)
+    rt = images.Images(definition.load("local-cpu")).resolve(f"quay.io/kuberay/operator:{tag}")
+    assert str(binary) in str(vars(rt))

@@ -187,7 +187,7 @@ class Images:
             return Runtime("host", image, f"host://{image}", BASE_PATH, list(rule.entrypoint))
         if rule.runtime == "kuberay":
             tag = _tag(image)
-            tag = tag if tag.startswith("v") else f"v{tag}"
+            tag = tag if tag.startswith(("v", "tree-")) else f"v{tag}"  # a release, or a source tree's build
             binary = CACHE / f"kuberay-{tag}" / "bin" / "ray-operator"
             if not binary.exists():
                 raise ImageError(f'failed to pull image "{image}": KubeRay {tag} is not built '
