@@ -139,7 +139,7 @@ def test_helm_keeps_its_state_under_the_given_home(tmp_path, monkeypatch):
 
 
 def cached_helm() -> Path | None:
-    from rayconformance.clusters.local.paths import CACHE, versions
+    from rayconformance.clusters.toolcache import CACHE, versions
 
     p = CACHE / f"helm-{versions().get('HELM_VERSION')}" / "bin" / "helm"
     return p if p.is_file() else None

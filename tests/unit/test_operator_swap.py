@@ -78,7 +78,7 @@ def calls(monkeypatch):
     """The API-facing steps of the swap, recorded instead of run."""
     seen: list = []
     old_objects = [obj("ClusterRole", "old-only"), session_deployment(OLD)]
-    monkeypatch.setattr(op, "prepared", lambda spec, profile, provider: seen.append(("render", spec["image"]))
+    monkeypatch.setattr(op, "prepared", lambda spec, profile, provider, base=None: seen.append(("render", spec["image"]))
                         or old_objects)
     def replace_all(objs, api, scale, created=None):
         seen.append(("replace", [o["metadata"]["name"] for o in objs]))

@@ -175,7 +175,7 @@ def test_the_build_image_is_the_profile_repository_with_the_tree_tag():
 
 
 def test_build_asks_the_tool_cache_for_the_tree_tag(repo, tmp_path, monkeypatch):
-    from rayconformance.clusters.local import toolcache
+    from rayconformance.clusters import toolcache
 
     calls = []
 
