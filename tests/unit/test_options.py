@@ -38,7 +38,7 @@ def test_command_line_beats_options_file_beats_defaults(suite, pytester):
 def test_provider_and_cluster_definition_pick_each_other(suite, pytester):
     assert (options_of(pytester, "--provider=kind").cluster_name) == "kind-cpu"
     assert (options_of(pytester, "--cluster=kind-gpu").provider) == "kind"
-    assert (options_of(pytester, "--provider=existing").cluster) is None
+    assert (options_of(pytester, "--provider=existing").definition) is None
 
 
 def test_all_features_and_exemptions(suite, pytester):

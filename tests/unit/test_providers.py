@@ -62,7 +62,7 @@ def test_local_reports_gpu_nodes_and_unmapped_images(tmp_path):
 
 def test_attach_gives_a_handle_that_never_takes_the_cluster_down(tmp_path):
     cluster = providers.Cluster(provider="local", name="local-cpu", kubeconfig=tmp_path / "kubeconfig",
-                                definition="local-cpu")
+                                definition=providers.resolve("local", None)[1])
     p = providers.attach(cluster, tmp_path)
     assert p.cluster is cluster and p.keep
     p.down()  # nothing brought up, nothing taken down
