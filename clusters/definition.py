@@ -27,7 +27,7 @@ class DefinitionError(ValueError):
 
 
 class SectionError(ValueError):
-    """Raised by a section's parser: `key` is the definition key at fault (e.g. `nodes[1].name`)."""
+    """Raised by a section's parser: `key` is the definition key at fault (e.g. `section.list[1].name`)."""
 
     def __init__(self, key: str, problem: str):
         super().__init__(f"{key}: {problem}")
@@ -112,7 +112,9 @@ def load(name_or_path: str) -> ClusterDefinition:
         raise DefinitionError(f"cluster definition {path} is not valid YAML: {' '.join(str(e).split())}") from None
     if not isinstance(doc, dict) or doc.get("kind") != "ClusterDefinition":
         raise DefinitionError(f"cluster definition {path}: expected 'kind: ClusterDefinition' at the top level")
-    provider = str(doc.get("provider") or "local")
+    if not doc.get("provider"):
+        raise DefinitionError(f"cluster definition {path}: missing 'provider' (the --provider it is for)")
+    provider = str(doc["provider"])
     name = str(doc.get("name") or path.stem)
     cls = section_class(provider)
     allowed = COMMON_KEYS + (cls.KEYS if cls else ())
