@@ -130,3 +130,13 @@ def test_features_needing_a_newer_ray_are_not_supported_at_an_older_one(suite, p
     old = options_of(pytester, "--ray-version=2.46.0")
     assert "RayClusterTokenAuth" in old.profile.features and "RayClusterTokenAuth" not in old.supported
     assert "RayClusterTokenAuth" not in options_of(pytester, "--ray-version=2.46.0", "--all-features").supported
+
+
+def test_attach_kubeconfig_takes_an_existing_file_and_an_adopting_provider(suite, pytester):
+    suite.tests()
+    assert "no such file" in usage_error(suite.run("--attach-kubeconfig=bed.kubeconfig"))
+    (pytester.path / "bed.kubeconfig").write_text("apiVersion: v1\n")
+    assert "--attach-kubeconfig: provider kind cannot attach" in usage_error(
+        suite.run("--provider=kind", "--attach-kubeconfig=bed.kubeconfig"))
+    assert options_of(pytester, "--attach-kubeconfig=bed.kubeconfig").attach_kubeconfig == \
+        pytester.path / "bed.kubeconfig"
