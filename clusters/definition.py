@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 import yaml
 
@@ -74,7 +74,7 @@ class ClusterDefinition:
     name: str
     provider: str
     path: Path  # where it was read from, for messages
-    section: Any = None  # the provider's section (its registered class), None for a provider that takes none
+    section: Section | None = None  # the provider's section (its registered class), None for a provider that takes none
 
     @property
     def has_gpus(self) -> bool:
