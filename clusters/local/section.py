@@ -69,7 +69,7 @@ class LocalSection:
 
     @classmethod
     def parse(cls, doc: dict, name: str, path: Path) -> "LocalSection":
-        net = mapping(doc.get("network"), "network")
+        net = mapping(doc.get("network"), "network", ("hostAddress", "dnsAddress", "serviceCIDR", "podCIDR"))
         nodes = tuple(parse_node(n, i) for i, n in enumerate(listing(doc.get("nodes"), "nodes")))
         if not nodes:
             raise SectionError("nodes", "a local cluster needs at least one node")
@@ -85,9 +85,12 @@ class LocalSection:
                    images=tuple(parse_rule(r, f"images[{i}]") for i, r in enumerate(listing(doc.get("images"), "images"))))
 
 
-def mapping(value, key: str) -> dict:
+def mapping(value, key: str, allowed: tuple[str, ...] = ()) -> dict:
+    """`value` as a mapping; with `allowed`, a key outside it is an error."""
     if value is not None and not isinstance(value, dict):
         raise SectionError(key, "must be a mapping")
+    if unknown := [k for k in value or {} if allowed and k not in allowed]:
+        raise SectionError(f"{key}.{unknown[0]}", f"unknown key; allowed keys: {', '.join(allowed)}")
     return value or {}
 
 
@@ -99,7 +102,7 @@ def listing(value, key: str) -> list:
 
 def parse_node(n, i: int) -> NodeDef:
     key = f"nodes[{i}]"
-    n = mapping(n, key)
+    n = mapping(n, key, ("name", "capacity", "labels", "gpus"))
     if not n.get("name"):
         raise SectionError(f"{key}.name", "missing: every node needs a name")
     try:
@@ -111,7 +114,7 @@ def parse_node(n, i: int) -> NodeDef:
 
 
 def parse_rule(r, key: str) -> ImageRule:
-    r = mapping(r, key)
+    r = mapping(r, key, ("match", "runtime", "entrypoint", "tool", "env", "workingDir", "volumes", "user"))
     for required in ("match", "runtime"):
         if not r.get(required):
             raise SectionError(f"{key}.{required}", "missing: every image rule needs a match and a runtime")

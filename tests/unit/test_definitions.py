@@ -57,6 +57,8 @@ def local_doc(**changes):
     (local_doc(nodes=[{"name": "a", "gpus": "many"}]), "nodes[0].gpus", "must be a whole number, got 'many'"),
     (local_doc(network={"podCIDR": "ten"}), "network.podCIDR", "not a CIDR"),
     (local_doc(nodes=[]), "nodes", "at least one node"),
+    (local_doc(network={"podCidr": "10.1.0.0/16"}), "network.podCidr", "unknown key; allowed keys: hostAddress"),
+    (local_doc(images=[{"match": "x:*", "runtime": "host", "workdir": "/"}]), "images[0].workdir", "unknown key"),
     ({**yaml.safe_load((CLUSTERS_DIR / "kind-cpu.yaml").read_text()), "kindCluster": {"name": "Big Name"}},
      "kindCluster.config", "must be a kind Cluster config"),
 ])
