@@ -19,15 +19,19 @@ conformance: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
 conformance-core: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
 	$(PY) -m pytest conformance -n $(JOBS) --core-only $(CONFORMANCE_ARGS)
 
-# the suite over operator profiles x Ray versions, one run after another on one local bed, and a matrix report
-# (reports/matrix-<time>/matrix-report.yaml and matrix.html); e.g. MATRIX_PROFILES=kuberay-v1.4.2,kuberay-v1.6.2
-# MATRIX_RAY=all (or 2.60.0,2.46.0; default: each profile's first) MATRIX_ARGS=--core-only
+# the suite over operator profiles x Ray versions, one run after another (on the local provider: one bed for all),
+# and a matrix report (reports/matrix-<time>/matrix-report.yaml and matrix.html); e.g.
+# MATRIX_PROFILES=kuberay-v1.4.2,kuberay-v1.6.2 MATRIX_RAY=all (or 2.60.0,2.46.0; default: each profile's first)
+# MATRIX_ARGS=--core-only MATRIX_PROVIDER=kind MATRIX_CLUSTER=kind-gpu
 MATRIX_PROFILES ?=
 MATRIX_RAY ?=
 MATRIX_ARGS ?=
-matrix: setup-base
-	MATRIX_PROFILES="$(MATRIX_PROFILES)" MATRIX_RAY="$(MATRIX_RAY)" MATRIX_ARGS="$(MATRIX_ARGS)" JOBS=$(JOBS) \
-	  $(PY) -m rayconformance.fixtures.matrix run
+MATRIX_PROVIDER ?=
+MATRIX_CLUSTER ?=
+matrix: setup-base $(if $(findstring kind,$(MATRIX_PROVIDER) $(MATRIX_CLUSTER)),kind-images)
+	MATRIX_PROFILES="$(MATRIX_PROFILES)" MATRIX_RAY="$(MATRIX_RAY)" MATRIX_ARGS="$(MATRIX_ARGS)" \
+	  MATRIX_PROVIDER="$(MATRIX_PROVIDER)" MATRIX_CLUSTER="$(MATRIX_CLUSTER)" JOBS=$(JOBS) \
+	  $(PY) -m rayconformance.matrix run
 
 test: deps tools-test venv
 	$(PY) -m pytest tests -m "not breaks" $(PYTEST_ARGS)

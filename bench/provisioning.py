@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
     run_dir = Path(tempfile.mkdtemp(prefix="rc-bench-"))
     provider = providers.make_provider(a.provider, a.cluster, run_dir)
-    rule = provider.definition.image_rule(f"rayproject/ray:{ray_version}") if provider.definition else None
+    image_rule = getattr(getattr(provider.definition, "section", None), "image_rule", None)  # the local bed's rules
+    rule = image_rule(f"rayproject/ray:{ray_version}") if image_rule else None
     image_env = dict(rule.env) if rule else {}
     bare_before = bare_once(ray_bin, image_env)  # before the cluster exists: the machine is as idle as it gets
     cluster = provider.up()

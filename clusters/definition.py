@@ -1,75 +1,95 @@
-"""Cluster definitions (clusters/*.yaml), for every provider: loading and validation into plain dataclasses.
+"""Cluster definitions (clusters/*.yaml): the part every provider shares, and the registry of provider sections.
 
-The common keys (name, provider) and the local test bed's sections (network, nodes, images) are parsed here;
-a provider reads its own section (e.g. `kindCluster`) from `raw`.
+A definition is read and checked once, into a `ClusterDefinition`: its name, its provider, where it was read
+from, and the provider's own section as a typed value. The common keys are parsed here; every other top-level
+key belongs to the provider's section, which lives in `rayconformance.clusters.<provider>.section` and
+registers itself with `@register("<provider>")` (a provider without such a module takes no section keys).
+A definition travels as a value: `to_dict()` and `ClusterDefinition.from_dict()` carry it between processes
+(e.g. in a run's environment.json) without reading the file again.
 """
 from __future__ import annotations
 
-import fnmatch
-import ipaddress
-import re
-from dataclasses import dataclass, field
+import importlib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Protocol
 
 import yaml
 
+from . import codec
+
 CLUSTERS_DIR = Path(__file__).resolve().parent
+COMMON_KEYS = ("apiVersion", "kind", "name", "provider")
 
 
 class DefinitionError(ValueError):
-    """A cluster definition is missing or malformed; the message says what and how to fix it."""
+    """A cluster definition is missing or malformed; the message is one line saying what and how to fix it."""
 
 
-@dataclass(frozen=True)
-class ImageRule:
-    match: str
-    runtime: str  # ray | host | kuberay | tool
-    entrypoint: tuple[str, ...] = ()
-    tool: str = ""  # runtime tool: the tool-cache component whose <tool>-<image tag>/bin goes on PATH
-    env: tuple[tuple[str, str], ...] = ()  # like the image's ENV: defaults the container's env overrides
-    working_dir: str = ""  # the image's WORKDIR (a Pod's workingDir wins); "" = the runtime's default
-    volumes: tuple[str, ...] = ()  # the image's VOLUMEs: a fresh empty directory per container run
-    user: str = ""  # the image's USER, numeric "uid[:gid]" (a Pod's runAsUser/runAsGroup win); "" = root
+class SectionError(ValueError):
+    """Raised by a section's parser: `key` is the definition key at fault (e.g. `section.list[1].name`)."""
 
-    def matches(self, image: str) -> bool:
-        return fnmatch.fnmatchcase(image, self.match)
+    def __init__(self, key: str, problem: str):
+        super().__init__(f"{key}: {problem}")
+        self.key, self.problem = key, problem
 
 
-@dataclass(frozen=True)
-class NodeDef:
-    name: str
-    index: int  # 1-based; node i owns podCIDR 10.244.<i>.0/24
-    capacity: dict
-    labels: dict = field(default_factory=dict)
-    gpus: int = 0
+class Section(Protocol):
+    """What a provider's section offers the common loader (a frozen dataclass, so it travels as a value)."""
+    KEYS: ClassVar[tuple[str, ...]]  # the top-level keys of a definition that belong to this section
+
+    @classmethod
+    def parse(cls, doc: dict, name: str, path: Path) -> "Section":
+        """The section from the whole document; raises SectionError (or KeyError/TypeError/ValueError)."""
+
+    @property
+    def has_gpus(self) -> bool: ...
+
+
+SECTIONS: dict[str, type] = {}  # provider -> its section class, filled by register()
+
+
+def register(provider: str):
+    """Class decorator: `cls` parses the section of `provider: <provider>` definitions."""
+    def add(cls: type) -> type:
+        SECTIONS[provider] = cls
+        return cls
+    return add
+
+
+def section_class(provider: str) -> type | None:
+    """The section class of `provider`, importing its module on first need; None if it takes none."""
+    if provider not in SECTIONS:
+        module = f"{__package__}.{provider}.section"
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name not in (module, f"{__package__}.{provider}"):
+                raise
+    return SECTIONS.get(provider)
 
 
 @dataclass(frozen=True)
 class ClusterDefinition:
     name: str
     provider: str
-    path: Path
-    host_address: str
-    dns_address: str
-    service_cidr: str
-    pod_cidr: str
-    nodes: tuple[NodeDef, ...]
-    images: tuple[ImageRule, ...]
-    raw: dict
+    path: Path  # where it was read from, for messages
+    section: Section | None = None  # the provider's section (its registered class), None for a provider that takes none
 
     @property
     def has_gpus(self) -> bool:
-        return any(n.gpus for n in self.nodes)
+        """Whether the cluster's nodes offer GPUs (what the suite reads of a definition)."""
+        return bool(self.section is not None and self.section.has_gpus)
 
-    def node_pod_cidr(self, node: NodeDef) -> str:
-        net = ipaddress.ip_network(self.pod_cidr)
-        return str(list(net.subnets(new_prefix=24))[node.index])
+    def to_dict(self) -> dict:
+        return {"name": self.name, "provider": self.provider, "path": str(self.path),
+                "section": codec.encode(self.section)}
 
-    def image_rule(self, image: str) -> ImageRule | None:
-        return next((r for r in self.images if r.matches(image)), None)
-
-
-KNOWN_RUNTIMES = {"ray", "host", "kuberay", "tool"}
+    @classmethod
+    def from_dict(cls, data: dict) -> "ClusterDefinition":
+        section = section_class(data["provider"])
+        return cls(name=data["name"], provider=data["provider"], path=Path(data["path"]),
+                   section=codec.decode(section, data["section"]) if section and data["section"] is not None else None)
 
 
 def resolve_named(name_or_path: str, directory: Path) -> Path:
@@ -80,57 +100,35 @@ def resolve_named(name_or_path: str, directory: Path) -> Path:
     return directory / f"{name_or_path}.yaml"
 
 
-def resolve(name_or_path: str) -> Path:
-    return resolve_named(name_or_path, CLUSTERS_DIR)
-
-
 def load(name_or_path: str) -> ClusterDefinition:
-    path = resolve(name_or_path)
+    """Read, check and parse one definition; every problem is a one-line DefinitionError naming the file."""
+    path = resolve_named(name_or_path, CLUSTERS_DIR)
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in CLUSTERS_DIR.glob("*.yaml")))
         raise DefinitionError(f"cluster definition '{name_or_path}' not found ({path}); known: {known}")
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        doc = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:
-        raise DefinitionError(f"cluster definition {path} is not valid YAML: {str(e).splitlines()[0]}") from None
-    if not isinstance(raw, dict) or raw.get("kind") != "ClusterDefinition":
-        raise DefinitionError(f"{path}: expected 'kind: ClusterDefinition' at the top level")
-    net = raw.get("network") or {}
+        raise DefinitionError(f"cluster definition {path} is not valid YAML: {' '.join(str(e).split())}") from None
+    if not isinstance(doc, dict) or doc.get("kind") != "ClusterDefinition":
+        raise DefinitionError(f"cluster definition {path}: expected 'kind: ClusterDefinition' at the top level")
+    if not doc.get("provider"):
+        raise DefinitionError(f"cluster definition {path}: missing 'provider' (the --provider it is for)")
+    provider = str(doc["provider"])
+    name = str(doc.get("name") or path.stem)
+    cls = section_class(provider)
+    allowed = COMMON_KEYS + (cls.KEYS if cls else ())
+    unknown = [k for k in doc if k not in allowed]
+    if unknown:
+        raise DefinitionError(f"cluster definition {path}: unknown key '{unknown[0]}' for provider {provider}; "
+                              f"allowed keys: {', '.join(allowed)}")
+    if cls is None:
+        return ClusterDefinition(name=name, provider=provider, path=path)
     try:
-        nodes = tuple(
-            NodeDef(name=str(n["name"]), index=i + 1, capacity=dict(n.get("capacity") or {}),
-                    labels=dict(n.get("labels") or {}), gpus=int(n.get("gpus") or 0))
-            for i, n in enumerate(raw.get("nodes") or [])
-        )
-        images = tuple(
-            ImageRule(match=str(r["match"]), runtime=str(r["runtime"]), entrypoint=tuple(r.get("entrypoint") or ()),
-                      tool=str(r.get("tool") or ""),
-                      env=tuple((str(k), str(v)) for k, v in (r.get("env") or {}).items()),
-                      working_dir=str(r.get("workingDir") or ""), volumes=tuple(str(v) for v in r.get("volumes") or ()),
-                      user=str(r.get("user") if r.get("user") is not None else ""))
-            for r in raw.get("images") or []
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise DefinitionError(f"{path}: malformed nodes or images entry ({e}); see clusters/local-cpu.yaml") from None
-    for r in images:
-        if r.runtime == "tool" and not r.tool:
-            raise DefinitionError(f"{path}: image rule '{r.match}' has runtime 'tool' but no 'tool' (a cache component)")
-        for d in ((r.working_dir,) if r.working_dir else ()) + r.volumes:
-            if not d.startswith("/"):
-                raise DefinitionError(f"{path}: image rule '{r.match}': workingDir and volumes must be absolute "
-                                      f"paths, got '{d}'")
-        if r.user and not re.fullmatch(r"\d+(:\d+)?", r.user):
-            raise DefinitionError(f"{path}: image rule '{r.match}': user must be numeric 'uid[:gid]' (as the image's "
-                                  f"USER resolves), got '{r.user}'")
-        if r.runtime not in KNOWN_RUNTIMES:
-            raise DefinitionError(f"{path}: image rule '{r.match}' has unknown runtime '{r.runtime}' "
-                                  f"(known: {', '.join(sorted(KNOWN_RUNTIMES))})")
-    provider = str(raw.get("provider", "local"))
-    if provider == "local" and not nodes:
-        raise DefinitionError(f"{path}: a local cluster needs at least one entry under 'nodes'")
-    return ClusterDefinition(
-        name=str(raw.get("name") or path.stem), provider=provider, path=path,
-        host_address=str(net.get("hostAddress", "10.240.0.1")), dns_address=str(net.get("dnsAddress", "10.240.0.10")),
-        service_cidr=str(net.get("serviceCIDR", "10.96.0.0/16")), pod_cidr=str(net.get("podCIDR", "10.244.0.0/16")),
-        nodes=nodes, images=images, raw=raw,
-    )
+        section = cls.parse(doc, name, path)
+    except SectionError as e:
+        raise DefinitionError(f"cluster definition {path}: {e.key}: {e.problem}") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise DefinitionError(f"cluster definition {path}: malformed {' or '.join(cls.KEYS)} ({e}); "
+                              f"compare with the shipped {provider} definitions in clusters/") from None
+    return ClusterDefinition(name=name, provider=provider, path=path, section=section)

@@ -14,8 +14,6 @@ import yaml
 
 from rayconformance.fixtures import ray
 
-from .bedprovider import KUBECONFIG_ENV
-
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "profiles"
 RUN_ID = "suiterun"
@@ -71,12 +69,12 @@ def run_suite(kubeconfig: Path, profile: str | Path, test: str, out: Path, *, ti
     """Run the one conformance test `test`: forced with --run-test (whatever the profile claims), or with
     `force=False` selected with -k, so it runs only when the profile claims its features. The suite sees the
     cluster as `existing`, or with `local_bed` (the bed's cluster definition) as the `local` provider attached
-    to it (tests/bedprovider.py), for tests that need the local provider's capabilities."""
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig), KUBECONFIG_ENV: str(kubeconfig)}
+    to it (`--attach-kubeconfig`), for tests that need the local provider's capabilities."""
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     if samples:
         env[ray.OVERRIDE_ENV] = str(samples)
     provider = ["--provider", "existing"] if local_bed is None else \
-        ["--provider", "local", "--cluster", local_bed, "--provider-factory", "tests.bedprovider:attached_bed"]
+        ["--provider", "local", "--cluster", local_bed, "--attach-kubeconfig", str(kubeconfig)]
     argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", *provider,
             "--operator-profile", str(profile), *(["--run-test", test] if force else ["-k", test]),
             "--timeout-scale", str(timeout_scale),

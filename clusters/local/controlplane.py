@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from . import certs, procs
-from ..definition import ClusterDefinition
+from .section import LocalSection
 from ..toolcache import tool
 
 ETCD_CLIENT_PORT = 2379
@@ -37,7 +37,7 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
-def check_prerequisites(defn: ClusterDefinition) -> None:
+def check_prerequisites(defn: LocalSection) -> None:
     missing = [str(p) for p in (tool("etcd", "etcd"), *(tool("kubernetes", b) for b in
                ("kube-apiserver", "kube-controller-manager", "kube-scheduler"))) if not p.exists()]
     if missing:
@@ -82,7 +82,7 @@ def insecure_context() -> ssl.SSLContext:
     return ctx
 
 
-def start(defn: ClusterDefinition, state: Path) -> Path:
+def start(defn: LocalSection, state: Path) -> Path:
     """Bring up etcd, apiserver, controller-manager and scheduler; return the admin kubeconfig path."""
     check_prerequisites(defn)
     pki = state / "pki"

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from . import procs
-from ..definition import ClusterDefinition
+from .section import LocalSection
 from .nodeagent.agent import HOST_PATHS_REGISTRY
 from .nodeagent.devices import GPU, PLUGIN_DIRS, PLUGIN_MODULE, PLUGIN_PROCESS
 from .nodeagent.sandbox import BRIDGE_PREFIX, MARKER, NETNS_PREFIX, VETH_PREFIX
@@ -32,7 +32,7 @@ class NodesError(RuntimeError):
     pass
 
 
-def start_agent(defn: ClusterDefinition, state: Path) -> int:
+def start_agent(defn: LocalSection, state: Path) -> int:
     return procs.spawn(state, AGENT, [sys.executable, "-m", "rayconformance.clusters.local.nodeagent", "--cluster", str(defn.path),
                                       "--state", str(state)], cwd=REPO)
 
@@ -42,7 +42,7 @@ def agent_pid(state: Path) -> int | None:
     return int(f.read_text()) if f.exists() else None
 
 
-def wait_ready(defn: ClusterDefinition, state: Path, timeout: float = 120.0) -> None:
+def wait_ready(defn: LocalSection, state: Path, timeout: float = 120.0) -> None:
     from .nodeagent.kube import Kube
     kube = Kube(state / "admin.kubeconfig")
     want = {n.name for n in defn.nodes}
@@ -70,12 +70,12 @@ def wait_ready(defn: ClusterDefinition, state: Path, timeout: float = 120.0) -> 
     procs.wait_started(state, AGENT, probe, timeout, 0.25, NodesError, "Nodes not Ready")
 
 
-def start(defn: ClusterDefinition, state: Path) -> None:
+def start(defn: LocalSection, state: Path) -> None:
     start_agent(defn, state)
     wait_ready(defn, state)
 
 
-def stop(defn: ClusterDefinition | None, state: Path) -> list[str]:
+def stop(defn: LocalSection | None, state: Path) -> list[str]:
     """Stop the agent (it kills all Pods and stops its device plugins), then the device plugins a crashed agent
     left, then sweep leftovers. Idempotent; returns what the sweep removed."""
     procs.stop(state, AGENT, grace=45)

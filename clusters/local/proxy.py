@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from . import controlplane, network, procs
-from ..definition import ClusterDefinition
+from .section import LocalSection
 from ..toolcache import tool
 
 NAME = "kube-proxy"
@@ -29,7 +29,7 @@ class ProxyError(RuntimeError):
     pass
 
 
-def start(defn: ClusterDefinition, state: Path, timeout: float = 60.0) -> None:
+def start(defn: LocalSection, state: Path, timeout: float = 60.0) -> None:
     binary = tool("kubernetes", "kube-proxy")
     if not binary.exists():
         raise ProxyError(f"{binary} is missing: run `bash clusters/local/build-tools.sh kubernetes`")
@@ -47,7 +47,7 @@ def start(defn: ClusterDefinition, state: Path, timeout: float = 60.0) -> None:
     controlplane.wait_healthy(state, NAME, f"http://{HEALTHZ}/healthz", None, timeout)
 
 
-def stop(defn: ClusterDefinition | None, state: Path) -> None:
+def stop(defn: LocalSection | None, state: Path) -> None:
     procs.stop(state, NAME)
     if defn is not None:
         network.sh("ip", "route", "del", defn.service_cidr, "dev", network.HOST_IF, check=False)

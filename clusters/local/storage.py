@@ -15,8 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from .section import LocalSection
 from .. import toolcache
-from ..definition import ClusterDefinition
 
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 _PATHS = {
@@ -53,7 +53,7 @@ def objects(manifest: str, data_dir: Path) -> list[dict]:
     return out
 
 
-def start(defn: ClusterDefinition, state: Path) -> None:
+def start(defn: LocalSection, state: Path) -> None:
     """Apply the provisioner's objects (not waited for). A failure leaves the bed without a default StorageClass
     and says so on stderr: PVCs then stay Pending, nothing else depends on it."""
     try:
@@ -62,7 +62,7 @@ def start(defn: ClusterDefinition, state: Path) -> None:
         sys.stderr.write(f"rayconformance: no default StorageClass on {defn.name}: {e}\n")
 
 
-def _start(defn: ClusterDefinition, state: Path) -> None:
+def _start(defn: LocalSection, state: Path) -> None:
     from .nodeagent.kube import ApiError, Kube
     version = toolcache.versions()["LOCAL_PATH_PROVISIONER_VERSION"]
     d = toolcache.ensure("localpath", version, "deploy/local-path-storage.yaml")

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import controlplane, network, procs
+from . import controlplane, network, procs, section
 from ..definition import ClusterDefinition
 from ..toolcache import CACHE
 from .nodeagent.sandbox import MARKER as POD_MARKER
@@ -34,7 +34,7 @@ class TestBed:
     _holder: "TestBed | None" = None  # the instance of this process that holds the machine-wide lock
 
     def __init__(self, defn: ClusterDefinition):
-        self.defn = defn
+        self.defn = section.of(defn)  # a one-line error for another provider's definition
         self.state = state_dir(defn.name)
         self._lock_fd: int | None = None
 

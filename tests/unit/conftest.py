@@ -31,7 +31,7 @@ current-context: fake
 class FakeProvider:
     name = "fake"
 
-    def __init__(self, name, cluster_definition, run_dir, keep=False, **kw):
+    def __init__(self, name, definition, run_dir, keep=False, **kw):
         self.run_dir = Path(run_dir)
 
     def _record(self, what):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rayconformance.clusters import definition
+from rayconformance.clusters.local import section
 from rayconformance.clusters.local.nodeagent import images, security
 
 
@@ -17,7 +18,7 @@ def _pod(containers, **spec):
 
 @pytest.mark.parametrize("name", ["local-cpu", "local-gpu"])
 def test_every_image_rule_states_workdir_and_user(name):
-    d = definition.load(name)
+    d = section.load(name)
     for r in d.images:
         assert r.working_dir.startswith("/"), r.match
         assert r.user, r.match
@@ -28,7 +29,7 @@ def test_every_image_rule_states_workdir_and_user(name):
 
 
 def test_rule_fields_reach_the_runtime():
-    rule = definition.ImageRule("redis:*", "host", ("redis-server",), env=(("A", "1"),), working_dir="/data",
+    rule = section.ImageRule("redis:*", "host", ("redis-server",), env=(("A", "1"),), working_dir="/data",
                                 volumes=("/data",), user="999:998")
     rt = images.Runtime("host", "redis:7", "host://redis:7", images.BASE_PATH, ["redis-server"])
     images.apply_rule(rt, rule)
@@ -131,7 +132,7 @@ def test_ray_venv_only_root_can_run_keeps_root_and_says_so(tmp_path):
     venv = tmp_path / "venv" / "bin"
     venv.mkdir(parents=True)
     (venv / "python3").symlink_to(private / "bin" / "python3")
-    rule = definition.ImageRule("rayproject/ray:*", "ray", user="1000:100")
+    rule = section.ImageRule("rayproject/ray:*", "ray", user="1000:100")
     rt = images.Runtime("ray", "rayproject/ray:2.46.0", "ray://2.46.0", f"{venv}:{images.BASE_PATH}")
     images.apply_rule(rt, rule)
     assert (rt.uid, rt.gid) == (0, 0) and "1000:100" in rt.note
@@ -185,5 +186,5 @@ def test_the_operator_image_tag_picks_a_release_or_a_source_tree_build(tag, cach
     binary.parent.mkdir(parents=True)
     binary.touch()
     monkeypatch.setattr(images, "CACHE", tmp_path)
-    rt = images.Images(definition.load("local-cpu")).resolve(f"quay.io/kuberay/operator:{tag}")
+    rt = images.Images(section.load("local-cpu")).resolve(f"quay.io/kuberay/operator:{tag}")
     assert str(binary) in str(vars(rt))

@@ -11,7 +11,7 @@ import yaml
 from rayconformance.clusters import definition as definitions
 from rayconformance.fixtures.providers import ProviderError, make_provider
 from rayconformance.clusters import kind as kindtools
-from rayconformance.fixtures.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider, load_definition
+from rayconformance.fixtures.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGES = ["rayproject/ray:2.46.0", "quay.io/kuberay/operator:v1.6.1", "redis:7.4.0", "python:3.11-slim",
@@ -94,7 +94,7 @@ def test_cpu_cluster_is_created_loaded_and_deleted(tmp_path):
         *[f"docker image inspect --format {{{{.Id}}}} {i}" for i in IMAGES],
         "kind load docker-image --name rayconformance-cpu " + " ".join(IMAGES),
     ]
-    assert yaml.safe_load(cfg.read_text()) == definitions.load("kind-cpu").raw["kindCluster"]["config"]
+    assert yaml.safe_load(cfg.read_text()) == definitions.load("kind-cpu").section.config
     assert (cluster.provider, cluster.name, cluster.kubeconfig, cluster.gpu) == ("kind", "rayconformance-cpu", kc, False)
     assert cluster.extra["reused"] is False
     p.down()
@@ -309,8 +309,9 @@ def test_node_image_and_definition_checks(tmp_path):
 
     d["kindCluster"]["fakeGPUs"] = {"perNode": 2, "image": "rayproject/ray:2.46.0"}  # no labelled node
     path.write_text(yaml.safe_dump(d))
-    with pytest.raises(ProviderError, match="nvidia.com/gpu.present"):
-        load_definition(definitions.load(str(path)))
+    with pytest.raises(definitions.DefinitionError, match="kindCluster.fakeGPUs: needs an 'image' and at least one "
+                                                          "node labelled nvidia.com/gpu.present"):
+        definitions.load(str(path))
     with pytest.raises(ProviderError, match="for provider 'local', not 'kind'"):
         make_provider("kind", "local-cpu", tmp_path)
 

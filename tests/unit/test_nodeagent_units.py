@@ -150,9 +150,8 @@ def gpu_state():
 
 
 def test_gpus_come_from_the_fake_device_plugin(gpu_state):
-    from rayconformance.clusters import definition
-    from rayconformance.clusters.local import procs
-    defn = definition.load("local-gpu")
+    from rayconformance.clusters.local import procs, section
+    defn = section.load("local-gpu")
     changed = []
     g = devices.PluginDevices(defn, gpu_state, on_change=changed.append, restart_backoff=0.5)
     assert g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 0} and g.capacity("rc-node-1") == {}
@@ -212,7 +211,7 @@ def test_gpus_come_from_the_fake_device_plugin(gpu_state):
 def test_image_rules_and_on_demand_ray_venv(tmp_path, monkeypatch):
     import threading
 
-    from rayconformance.clusters import definition
+    from rayconformance.clusters.local import section
     from rayconformance.clusters.local.nodeagent import images
     monkeypatch.setattr(images, "VENVS", tmp_path)
     gate = threading.Event()
@@ -224,7 +223,7 @@ def test_image_rules_and_on_demand_ray_venv(tmp_path, monkeypatch):
         return tmp_path / f"ray-{version}"
     monkeypatch.setattr(images, "ensure_ray_venv", fake_install)
     monkeypatch.setattr(images, "venv_ready", lambda v: (tmp_path / f"ray-{v}" / ".complete").exists())
-    im = images.Images(definition.load("local-cpu"))
+    im = images.Images(section.load("local-cpu"))
     with pytest.raises(images.ImagePulling):
         im.resolve("rayproject/ray:2.99.0-py311")
     with pytest.raises(images.ImagePulling):  # still installing: one install, not two

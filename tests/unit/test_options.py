@@ -38,7 +38,7 @@ def test_command_line_beats_options_file_beats_defaults(suite, pytester):
 def test_provider_and_cluster_definition_pick_each_other(suite, pytester):
     assert (options_of(pytester, "--provider=kind").cluster_name) == "kind-cpu"
     assert (options_of(pytester, "--cluster=kind-gpu").provider) == "kind"
-    assert (options_of(pytester, "--provider=existing").cluster) is None
+    assert (options_of(pytester, "--provider=existing").definition) is None
 
 
 def test_all_features_and_exemptions(suite, pytester):
@@ -130,3 +130,13 @@ def test_features_needing_a_newer_ray_are_not_supported_at_an_older_one(suite, p
     old = options_of(pytester, "--ray-version=2.46.0")
     assert "RayClusterTokenAuth" in old.profile.features and "RayClusterTokenAuth" not in old.supported
     assert "RayClusterTokenAuth" not in options_of(pytester, "--ray-version=2.46.0", "--all-features").supported
+
+
+def test_attach_kubeconfig_takes_an_existing_file_and_an_adopting_provider(suite, pytester):
+    suite.tests()
+    assert "no such file" in usage_error(suite.run("--attach-kubeconfig=bed.kubeconfig"))
+    (pytester.path / "bed.kubeconfig").write_text("apiVersion: v1\n")
+    assert "--attach-kubeconfig: provider kind cannot attach" in usage_error(
+        suite.run("--provider=kind", "--attach-kubeconfig=bed.kubeconfig"))
+    assert options_of(pytester, "--attach-kubeconfig=bed.kubeconfig").attach_kubeconfig == \
+        pytester.path / "bed.kubeconfig"

@@ -1,5 +1,5 @@
 """One import package: the folders fixtures/ and clusters/ install as rayconformance.fixtures and
-rayconformance.clusters, every package folder is listed in pyproject.toml, and no code imports a top-level
+rayconformance.clusters (src/rayconformance as rayconformance), every package folder is listed in pyproject.toml, and no code imports a top-level
 `fixtures` or `clusters` (names other distributions own)."""
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ TOP_LEVEL_IMPORT = re.compile(r"^\s*(from|import)\s+(fixtures|clusters)\b|-m (fi
 
 def test_every_package_folder_is_installed():
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    dirs = {v: k for k, v in setuptools["package-dir"].items()}
-    found = {"rayconformance"} | {
-        ".".join([dirs[init.relative_to(ROOT).parts[0]], *init.parent.relative_to(ROOT).parts[1:]])
-        for top in ("fixtures", "clusters") for init in (ROOT / top).rglob("__init__.py")}
+    found = {".".join([package, *init.parent.relative_to(ROOT / folder).parts])
+             for package, folder in setuptools["package-dir"].items() for init in (ROOT / folder).rglob("__init__.py")}
     assert sorted(found) == sorted(setuptools["packages"]), \
         f"pyproject.toml [tool.setuptools] packages must list exactly {sorted(found)}"
 

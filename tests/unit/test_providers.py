@@ -72,7 +72,7 @@ def test_prepare_images_loads_what_the_objects_run_where_the_provider_loads_imag
 
 def test_attach_gives_a_handle_that_never_takes_the_cluster_down(tmp_path):
     cluster = providers.Cluster(provider="local", name="local-cpu", kubeconfig=tmp_path / "kubeconfig",
-                                definition="local-cpu")
+                                definition=providers.resolve("local", None)[1])
     p = providers.attach(cluster, tmp_path)
     assert p.cluster is cluster and p.keep
     p.down()  # nothing brought up, nothing taken down
@@ -80,3 +80,14 @@ def test_attach_gives_a_handle_that_never_takes_the_cluster_down(tmp_path):
 
 def test_a_provider_without_definitions_ignores_cluster():
     assert providers.resolve("existing", "no-such-definition") == ("existing", None)
+
+
+def test_local_adopts_a_bed_that_is_up_and_leaves_it_up(tmp_path):
+    kubeconfig = tmp_path / "bed.kubeconfig"
+    local = providers.make_provider("local", "local-gpu", tmp_path)
+    cluster = local.adopt(kubeconfig)
+    assert (cluster.provider, cluster.name, cluster.kubeconfig, cluster.gpu) == ("local", "local-gpu", kubeconfig, True)
+    assert cluster.definition is local.definition and cluster.extra == {"attached": True}
+    local.down()  # nothing brought up here: the bed stays
+    with pytest.raises(ProviderError, match="provider existing cannot attach to a cluster that is already up"):
+        providers.make_provider("existing", None, tmp_path).adopt(kubeconfig)

@@ -6,7 +6,7 @@ import logging
 import sys
 from pathlib import Path
 
-from ... import definition
+from .. import section
 from . import agent
 
 
@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if a.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("urllib3").setLevel(logging.WARNING)
-    agent.main(definition.load(a.cluster), a.state)
+    agent.main(section.load(a.cluster), a.state)
     return 0
 
 

@@ -27,7 +27,7 @@ from .containers import Proc
 from .status import TERMINAL
 from .store import Store
 from .volumes import Tokens, Volumes
-from ...definition import ClusterDefinition, NodeDef
+from ..section import LocalSection, NodeDef
 
 log = logging.getLogger("nodeagent")
 # Directories that had to be created on the host's own tree for a mount target (see cinit.py); teardown
@@ -37,7 +37,7 @@ DEVICE_PLUGIN_WAIT = 30.0  # seconds to wait for the device plugins before start
 
 
 class Agent:
-    def __init__(self, defn: ClusterDefinition, state: Path):
+    def __init__(self, defn: LocalSection, state: Path):
         self.defn, self.state = defn, state
         self.kube = Kube(state / "admin.kubeconfig")
         self.store = Store(state)
@@ -185,7 +185,7 @@ class Agent:
         self.events.record(pod, node, etype, reason, message, fieldpath)
 
 
-def main(defn: ClusterDefinition, state: Path) -> None:
+def main(defn: LocalSection, state: Path) -> None:
     agent = Agent(defn, state)
 
     def stop(signum, frame):  # noqa: ARG001

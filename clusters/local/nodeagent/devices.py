@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Protocol
 from kubernetes.utils.quantity import parse_quantity
 
 from .. import procs
-from ...definition import ClusterDefinition
+from ..section import LocalSection
 from ..devices import DeviceError, DeviceManager, plugin_command
 
 log = logging.getLogger("nodeagent.devices")
@@ -63,7 +63,7 @@ class PluginDevices:
 
     resource = GPU
 
-    def __init__(self, defn: ClusterDefinition, state: Path, on_change: Callable[[str], None] | None = None,
+    def __init__(self, defn: LocalSection, state: Path, on_change: Callable[[str], None] | None = None,
                  restart_backoff: float = RESTART_BACKOFF):
         self.state = Path(state)
         self.counts = {n.name: n.gpus for n in defn.nodes if n.gpus}

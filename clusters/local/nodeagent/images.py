@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...definition import ClusterDefinition
+from ..section import LocalSection
 from ...toolcache import CACHE
 
 log = logging.getLogger("nodeagent.images")
@@ -167,7 +167,7 @@ def apply_rule(rt: Runtime, rule) -> None:
 
 
 class Images:
-    def __init__(self, defn: ClusterDefinition):
+    def __init__(self, defn: LocalSection):
         self.defn = defn
         self._lock = threading.Lock()
         self._pulls: dict[str, threading.Thread] = {}

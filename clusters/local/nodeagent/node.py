@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .kube import ApiError, MERGE, SMP
 from .status import rfc3339
-from ...definition import ClusterDefinition, NodeDef
+from ..section import LocalSection, NodeDef
 from ...toolcache import versions
 
 log = logging.getLogger("nodeagent.node")
@@ -43,7 +43,7 @@ class NodeManager(threading.Thread):
     def __init__(self, agent, node: NodeDef):
         super().__init__(daemon=True, name=f"node-{node.name}")
         self.agent, self.node = agent, node
-        self.defn: ClusterDefinition = agent.defn
+        self.defn: LocalSection = agent.defn
         self.kube = agent.kube
         self.registered = threading.Event()
         self.changed = threading.Event()  # set when the status must be posted now (device capacity changed)

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from . import procutil
-from ...definition import ClusterDefinition, NodeDef
+from ..section import LocalSection, NodeDef
 
 log = logging.getLogger("nodeagent.sandbox")
 MARKER = "RAYCONFORMANCE_POD"  # env var carried by every process of a Pod (uid): the sweep finds strays by it
@@ -58,7 +58,7 @@ def bridge_name(node: NodeDef) -> str:
 class Network:
     """Bridges per node and Pod address management (persisted in the agent's store)."""
 
-    def __init__(self, defn: ClusterDefinition, store):
+    def __init__(self, defn: LocalSection, store):
         self.defn = defn
         self.store = store
         self._lock = threading.Lock()

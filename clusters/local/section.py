@@ -1,0 +1,151 @@
+"""The local test bed's section of a cluster definition (`provider: local`): its network, nodes and image rules.
+
+Only this module parses these keys (registered with clusters/definition.py); the bed's components take the
+parsed `LocalSection`. Every bad entry is a one-line error naming the key, e.g. `images[2].user: ...`.
+"""
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from .. import definition
+from ..definition import SectionError
+
+KNOWN_RUNTIMES = ("host", "kuberay", "ray", "tool")
+
+
+@dataclass(frozen=True)
+class ImageRule:
+    match: str
+    runtime: str  # ray | host | kuberay | tool
+    entrypoint: tuple[str, ...] = ()
+    tool: str = ""  # runtime tool: the tool-cache component whose <tool>-<image tag>/bin goes on PATH
+    env: tuple[tuple[str, str], ...] = ()  # like the image's ENV: defaults the container's env overrides
+    working_dir: str = ""  # the image's WORKDIR (a Pod's workingDir wins); "" = the runtime's default
+    volumes: tuple[str, ...] = ()  # the image's VOLUMEs: a fresh empty directory per container run
+    user: str = ""  # the image's USER, numeric "uid[:gid]" (a Pod's runAsUser/runAsGroup win); "" = root
+
+    def matches(self, image: str) -> bool:
+        return fnmatch.fnmatchcase(image, self.match)
+
+
+@dataclass(frozen=True)
+class NodeDef:
+    name: str
+    index: int  # 1-based; node i owns podCIDR 10.244.<i>.0/24
+    capacity: dict
+    labels: dict = field(default_factory=dict)
+    gpus: int = 0
+
+
+@definition.register("local")
+@dataclass(frozen=True)
+class LocalSection:
+    KEYS: ClassVar[tuple[str, ...]] = ("network", "nodes", "images")
+
+    name: str  # the definition's: names the bed's state directory
+    path: Path  # the definition's file: the node agent reads it
+    host_address: str
+    dns_address: str
+    service_cidr: str
+    pod_cidr: str
+    nodes: tuple[NodeDef, ...]
+    images: tuple[ImageRule, ...]
+
+    @property
+    def has_gpus(self) -> bool:
+        return any(n.gpus for n in self.nodes)
+
+    def node_pod_cidr(self, node: NodeDef) -> str:
+        net = ipaddress.ip_network(self.pod_cidr)
+        return str(list(net.subnets(new_prefix=24))[node.index])
+
+    def image_rule(self, image: str) -> ImageRule | None:
+        return next((r for r in self.images if r.matches(image)), None)
+
+    @classmethod
+    def parse(cls, doc: dict, name: str, path: Path) -> "LocalSection":
+        net = mapping(doc.get("network"), "network", ("hostAddress", "dnsAddress", "serviceCIDR", "podCIDR"))
+        nodes = tuple(parse_node(n, i) for i, n in enumerate(listing(doc.get("nodes"), "nodes")))
+        if not nodes:
+            raise SectionError("nodes", "a local cluster needs at least one node")
+        for key, default in (("podCIDR", "10.244.0.0/16"), ("serviceCIDR", "10.96.0.0/16")):
+            try:
+                ipaddress.ip_network(net.get(key, default))
+            except ValueError as e:
+                raise SectionError(f"network.{key}", f"not a CIDR ({e})") from None
+        return cls(name=name, path=path, host_address=str(net.get("hostAddress", "10.240.0.1")),
+                   dns_address=str(net.get("dnsAddress", "10.240.0.10")),
+                   service_cidr=str(net.get("serviceCIDR", "10.96.0.0/16")),
+                   pod_cidr=str(net.get("podCIDR", "10.244.0.0/16")), nodes=nodes,
+                   images=tuple(parse_rule(r, f"images[{i}]") for i, r in enumerate(listing(doc.get("images"), "images"))))
+
+
+def mapping(value, key: str, allowed: tuple[str, ...] = ()) -> dict:
+    """`value` as a mapping; with `allowed`, a key outside it is an error."""
+    if value is not None and not isinstance(value, dict):
+        raise SectionError(key, "must be a mapping")
+    if unknown := [k for k in value or {} if allowed and k not in allowed]:
+        raise SectionError(f"{key}.{unknown[0]}", f"unknown key; allowed keys: {', '.join(allowed)}")
+    return value or {}
+
+
+def listing(value, key: str) -> list:
+    if value is not None and not isinstance(value, list):
+        raise SectionError(key, "must be a list")
+    return value or []
+
+
+def parse_node(n, i: int) -> NodeDef:
+    key = f"nodes[{i}]"
+    n = mapping(n, key, ("name", "capacity", "labels", "gpus"))
+    if not n.get("name"):
+        raise SectionError(f"{key}.name", "missing: every node needs a name")
+    try:
+        gpus = int(n.get("gpus") or 0)
+    except (TypeError, ValueError):
+        raise SectionError(f"{key}.gpus", f"must be a whole number, got '{n.get('gpus')}'") from None
+    return NodeDef(name=str(n["name"]), index=i + 1, capacity=dict(mapping(n.get("capacity"), f"{key}.capacity")),
+                   labels=dict(mapping(n.get("labels"), f"{key}.labels")), gpus=gpus)
+
+
+def parse_rule(r, key: str) -> ImageRule:
+    r = mapping(r, key, ("match", "runtime", "entrypoint", "tool", "env", "workingDir", "volumes", "user"))
+    for required in ("match", "runtime"):
+        if not r.get(required):
+            raise SectionError(f"{key}.{required}", "missing: every image rule needs a match and a runtime")
+    rule = ImageRule(match=str(r["match"]), runtime=str(r["runtime"]),
+                     entrypoint=tuple(str(a) for a in listing(r.get("entrypoint"), f"{key}.entrypoint")),
+                     tool=str(r.get("tool") or ""),
+                     env=tuple((str(k), str(v)) for k, v in mapping(r.get("env"), f"{key}.env").items()),
+                     working_dir=str(r.get("workingDir") or ""),
+                     volumes=tuple(str(v) for v in listing(r.get("volumes"), f"{key}.volumes")),
+                     user=str(r.get("user") if r.get("user") is not None else ""))
+    if rule.runtime not in KNOWN_RUNTIMES:
+        raise SectionError(f"{key}.runtime", f"unknown runtime '{rule.runtime}' (known: {', '.join(KNOWN_RUNTIMES)})")
+    if rule.runtime == "tool" and not rule.tool:
+        raise SectionError(f"{key}.tool", f"rule '{rule.match}' has runtime 'tool' but no tool (a cache component)")
+    for d in ((rule.working_dir,) if rule.working_dir else ()) + rule.volumes:
+        if not d.startswith("/"):
+            raise SectionError(f"{key}.{'workingDir' if d == rule.working_dir else 'volumes'}",
+                               f"must be an absolute path, got '{d}'")
+    if rule.user and not re.fullmatch(r"\d+(:\d+)?", rule.user):
+        raise SectionError(f"{key}.user", f"must be numeric 'uid[:gid]' (as the image's USER resolves), got '{rule.user}'")
+    return rule
+
+
+def of(defn: definition.ClusterDefinition) -> LocalSection:
+    """The local section of `defn`; a one-line error if it is another provider's definition."""
+    if not isinstance(defn.section, LocalSection):
+        raise definition.DefinitionError(f"cluster definition {defn.path} is for provider '{defn.provider}'; the "
+                                         "local test bed takes a 'provider: local' definition (e.g. local-cpu)")
+    return defn.section
+
+
+def load(name_or_path: str) -> LocalSection:
+    """The local section of the named definition (for the bed's own commands)."""
+    return of(definition.load(name_or_path))
