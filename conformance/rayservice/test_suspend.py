@@ -1,0 +1,128 @@
+"""RayService suspension (`spec.suspend`, KubeRay 1.7): everything the RayService runs is deleted and comes back on
+resume; a suspend once committed runs to completion; a RayService created suspended creates nothing; suspending
+during an upgrade removes both clusters."""
+from __future__ import annotations
+
+import pytest
+
+from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
+from rayconformance.fixtures.expect.rayservice_suspend import (resume_must_have_reset_ready,
+                                                               suspend_must_have_gone_through)
+
+# How long a test watches for something that must not happen while suspended (KubeRay's e2e watches 5 s).
+QUIET_WINDOW_S = 15
+HOLD = "rayconformance.io/hold"  # a finalizer of the test's own, keeping a RayCluster from going
+
+
+@pytest.mark.feature("RayServiceSuspend")
+@pytest.mark.samples("rayservice-greeter")
+def test_suspend_deletes_everything_and_resume_serves_again(ctx):
+    """Setting spec.suspend on a serving RayService reports Suspending=True/SuspendRequested, then
+    Suspended=True/SuspendComplete with Ready=False and no active or pending RayCluster, and no RayCluster or Service
+    of it is left; clearing it reports Suspended=False/RayServiceResumed with Ready reset to Initializing, then Ready
+    on a new RayCluster whose serve Service answers."""
+    ctx.create(ctx.samples("rayservice-greeter"))
+    service = ctx.rayservice("greeter")
+    old, _ = active_and_pending_clusters(service.must_be_ready())
+
+    with service.watch() as history:
+        # step 1: suspended, nothing of it left
+        service.suspend()
+        service.must_be_suspended()
+        service.must_create_nothing_while_suspended(QUIET_WINDOW_S)
+
+        # step 2: resumed, serving again from a new RayCluster
+        service.resume()
+        new, _ = active_and_pending_clusters(service.must_be_ready())
+        service.serve_service_must_answer()
+    history.must_not_have_failed()
+
+    # step 3: the conditions went through suspend and resume in order
+    versions = history.snapshot()
+    suspend_must_have_gone_through(versions, service.name)
+    resume_must_have_reset_ready(versions, service.name)
+    assert new != old, f"a resumed RayService runs a new RayCluster (its old one, {old}, was deleted); observed {new}"
+
+
+@pytest.mark.feature("RayServiceSuspend")
+@pytest.mark.samples("rayservice-greeter")
+def test_created_suspended_creates_nothing_until_resumed(ctx):
+    """A RayService created with spec.suspend reports Suspended=True and creates no RayCluster or Service while it
+    stays suspended; resumed, it becomes Ready and answers."""
+    docs = ctx.samples("rayservice-greeter")
+    for d in docs:
+        if d["kind"] == "RayService":
+            d["spec"]["suspend"] = True
+    ctx.create(docs)
+    service = ctx.rayservice("greeter")
+
+    # step 1: suspended from the start, nothing created
+    service.must_be_suspended()
+    service.must_create_nothing_while_suspended(QUIET_WINDOW_S)
+
+    # step 2: resumed, it serves
+    service.resume()
+    service.must_be_ready()
+    service.serve_service_must_answer()
+
+
+@pytest.mark.feature("RayServiceSuspend")
+@pytest.mark.samples("rayservice-greeter")
+def test_suspend_runs_to_completion_once_committed(ctx):
+    """A suspend is atomic: once Suspending=True is reported, clearing spec.suspend again does not stop it while its
+    RayCluster is still being deleted (held here by a finalizer); when the cluster goes, the RayService reaches
+    Suspended and then, spec.suspend being false, resumes and serves from a new RayCluster."""
+    ctx.create(ctx.samples("rayservice-greeter"))
+    service = ctx.rayservice("greeter")
+    old, _ = active_and_pending_clusters(service.must_be_ready())
+    cluster = ctx.raycluster(old)
+    cluster.patch({"metadata": {"finalizers": [*(cluster.get()["metadata"].get("finalizers") or []), HOLD]}})
+    try:
+        # step 1: suspend; the RayCluster cannot go yet
+        service.suspend()
+        service.must_report_condition("Suspending", "True", "SuspendInProgress")
+
+        # step 2: changing one's mind does not stop a committed suspend
+        service.resume()
+        service.must_keep_suspending(QUIET_WINDOW_S, why="spec.suspend cleared while its RayCluster is being deleted")
+    finally:
+        held = (cluster.get() or {}).get("metadata", {}).get("finalizers") or []
+        if HOLD in held:
+            cluster.patch({"metadata": {"finalizers": [f for f in held if f != HOLD]}})
+
+    # step 3: the suspend completes, then the RayService resumes and serves from a new RayCluster
+    cluster.must_be_gone(after="the suspend released its finalizer")
+    new, _ = active_and_pending_clusters(service.must_be_ready())
+    service.serve_service_must_answer()
+    assert new != old, f"after the suspend completed, the RayService must run a new RayCluster; observed {new}"
+
+
+@pytest.mark.feature("RayServiceSuspend", "RayServiceZeroDowntimeUpgrade")
+@pytest.mark.samples("rayservice-greeter")
+def test_suspend_during_upgrade_removes_both_clusters(ctx):
+    """Suspending a RayService during a NewCluster upgrade deletes both the active and the pending RayCluster and
+    reports Suspended; resumed, it becomes Ready on one new RayCluster with the upgraded spec."""
+    ctx.create(ctx.samples("rayservice-greeter"))
+    service = ctx.rayservice("greeter")
+    obj = service.must_be_ready()
+    old, _ = active_and_pending_clusters(obj)
+
+    # step 1: an upgrade is under way (a pending RayCluster exists)
+    service.trigger_upgrade("suspended-upgrade")
+    pending = service.must_have_pending_cluster()
+
+    # step 2: suspended: both clusters gone
+    service.suspend()
+    service.must_be_suspended()
+    for name in (old, pending):
+        ctx.raycluster(name).must_be_gone(after="the RayService was suspended")
+
+    # step 3: resumed with the upgraded spec
+    service.resume()
+    new, _ = active_and_pending_clusters(service.must_be_ready())
+    env = {e["name"]: e.get("value") for e in ctx.raycluster(new).get()["spec"]["headGroupSpec"]["template"]["spec"]
+           ["containers"][0].get("env", [])}
+    assert env.get("RAYCONFORMANCE_UPGRADE") == "suspended-upgrade", \
+        (f"resumed, RayService greeter must run its upgraded spec (head env RAYCONFORMANCE_UPGRADE=suspended-upgrade);"
+         f" observed RayCluster {new} with env {env}")
+    service.serve_service_must_answer()
