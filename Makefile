@@ -61,7 +61,7 @@ tools-base:
 # integration tests install (tests/integration/test_operator_profiles.py); other releases build on first use
 TEST_KUBERAY ?= v1.6.2 v1.6.1 v1.5.1
 tools-test:
-	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi localpath $(addprefix kuberay@,$(TEST_KUBERAY))
+	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi localpath actionlint $(addprefix kuberay@,$(TEST_KUBERAY))
 	bash clusters/local/ray-venv.sh
 
 venv: $(VENV)/.installed

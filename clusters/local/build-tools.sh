@@ -6,7 +6,8 @@
 #        with KUBERAY_BASE=v1.6.1 KUBERAY_PATCH=file, `kuberay@<tag>` builds that release patched, as <tag>;
 #        with RAYCONF_OPERATOR_TREE=dir, `kuberay@tree-<key>` builds that KubeRay source tree (key: its commit, and a
 #        digest of its uncommitted changes: `python -m rayconformance.fixtures.source_tree build DIR` computes it);
-#        helm: the Helm CLI at HELM_VERSION)
+#        helm: the Helm CLI at HELM_VERSION; actionlint: the workflow linter `make test` checks the CI recipe with,
+#        not built by default)
 # Already-built components are skipped. Prints what it builds and how long each took.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -204,6 +205,14 @@ build_localpath() {
   report "local-path-provisioner $LOCAL_PATH_PROVISIONER_VERSION" "$t" "$dir/bin"
 }
 
+build_actionlint() {
+  local dir=$CACHE/actionlint-$ACTIONLINT_VERSION
+  [ -x "$dir/bin/actionlint" ] && { echo "build-tools: actionlint $ACTIONLINT_VERSION cached"; return; }
+  echo "build-tools: building actionlint $ACTIONLINT_VERSION"; local t=$(stamp)
+  GOBIN=$dir/bin go install -trimpath -ldflags "-s -w" "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+  report "actionlint $ACTIONLINT_VERSION" "$t" "$dir/bin"
+}
+
 all="etcd kubernetes coredns kuberay traefik gatewayapi localpath helm"
 start=$(stamp)
 for arg in ${*:-$all}; do
@@ -215,8 +224,9 @@ for arg in ${*:-$all}; do
     traefik) ( [ -n "$v" ] && TRAEFIK_VERSION=$v; build_traefik ) ;;
     localpath) ( [ -n "$v" ] && LOCAL_PATH_PROVISIONER_VERSION=$v; build_localpath ) ;;
     helm) ( [ -n "$v" ] && HELM_VERSION=$v; build_helm ) ;;
+    actionlint) ( [ -n "$v" ] && ACTIONLINT_VERSION=$v; build_actionlint ) ;;
     etcd|kubernetes|kubenode|coredns|gatewayapi) ( "build_$c" ) ;;
-    *) echo "build-tools: unknown component '$c' (known: $all kubenode)" >&2; exit 2 ;;
+    *) echo "build-tools: unknown component '$c' (known: $all kubenode actionlint)" >&2; exit 2 ;;
   esac
 done
 echo "build-tools: done in $(( $(stamp) - start ))s (cache: $CACHE)"
