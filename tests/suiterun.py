@@ -65,7 +65,7 @@ def derive_profile(tmp: Path, base: str, name: str, *, gates: dict | None = None
 
 def run_suite(kubeconfig: Path, profile: str | Path, test: str, out: Path, *, timeout_scale: float = 1.0,
               samples: Path | None = None, timeout: float = 1800, force: bool = True,
-              local_bed: str | None = None) -> SuiteRun:
+              local_bed: str | None = None, extra: tuple[str, ...] = ()) -> SuiteRun:
     """Run the one conformance test `test`: forced with --run-test (whatever the profile claims), or with
     `force=False` selected with -k, so it runs only when the profile claims its features. The suite sees the
     cluster as `existing`, or with `local_bed` (the bed's cluster definition) as the `local` provider attached
@@ -78,6 +78,6 @@ def run_suite(kubeconfig: Path, profile: str | Path, test: str, out: Path, *, ti
     argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", *provider,
             "--operator-profile", str(profile), *(["--run-test", test] if force else ["-k", test]),
             "--timeout-scale", str(timeout_scale),
-            "--report-dir", str(out), "--run-id", RUN_ID]
+            "--report-dir", str(out), "--run-id", RUN_ID, *extra]
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     return SuiteRun(proc, out / RUN_ID)

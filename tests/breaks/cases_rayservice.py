@@ -98,4 +98,18 @@ CASES = [
     *(Case(f"invalid_upgrade_options_are_rejected[{case}]", "Ready=False/ValidationFailed",
            patch="rayservice-skips-upgrade-options-validation") for case in ("surge-above-100", "zero-interval",
                                                                             "no-gateway-class")),
+    # KubeRay v1.7.0 patched (tests/breaks/patches/v1.7.0/, applied to a copy of the tree given in
+    # RAYCONF_OPERATOR_TREE): a suspend leaves the RayService's Services behind
+    *(Case(test, "no RayCluster or Service left", profile="kuberay-v1.7.0", local=True,
+           tree_patch="v1.7.0/rayservice-suspend-keeps-services")
+      for test in ("suspend_deletes_everything_and_resume_serves_again", "suspend_during_upgrade_removes_both_clusters")),
+    # resuming does not reset Ready to Initializing
+    Case("suspend_deletes_everything_and_resume_serves_again", "Ready=False/Initializing", profile="kuberay-v1.7.0",
+         local=True, tree_patch="v1.7.0/rayservice-resume-keeps-ready"),
+    # a RayService that never had a cluster is not suspended: created suspended, it starts like any other
+    Case("created_suspended_creates_nothing_until_resumed", "to be suspended", profile="kuberay-v1.7.0", local=True,
+         tree_patch="v1.7.0/rayservice-created-suspended-ignored"),
+    # clearing spec.suspend abandons a suspend under way
+    Case("suspend_runs_to_completion_once_committed", "must stay Suspending=True", profile="kuberay-v1.7.0",
+         local=True, tree_patch="v1.7.0/rayservice-suspend-not-atomic"),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from kubernetes import client
@@ -24,6 +25,28 @@ class Case:
     timeout_scale: float = 0.3
     patch: str | None = None  # tests/breaks/patches/<patch>.patch: the operator built from its source so patched
     local: bool = False  # the suite sees the bed as the `local` provider (for its capabilities), not `existing`
+    profile: str = "kuberay-v1.6.1"  # the profile the break is derived from
+    tree_patch: str | None = None  # tests/breaks/patches/<patch>.patch applied to a copy of the profile's source tree
+
+
+def patched_tree(tmp: Path, patch: Path) -> Path:
+    """A copy of the source tree given to the suite (RAYCONF_OPERATOR_TREE) with `patch` applied, uncommitted: the
+    suite builds it as a modified tree, as it would a pull request's checkout."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from rayconformance.fixtures import source_tree
+
+    tree = source_tree.tree_path(None)
+    if tree is None:
+        pytest.skip(f"this break patches a KubeRay source tree: set {source_tree.ENV} to a clone at the profile's ref")
+    copy = tmp / "operator-tree"
+    shutil.copytree(tree, copy, symlinks=True)
+    r = subprocess.run(["git", "-C", str(copy), "apply", str(patch)], capture_output=True, text=True)
+    assert r.returncode == 0, f"{patch.name} does not apply to {tree}: {r.stderr.strip()}"
+    return copy
 
 
 def until(stop: threading.Event, probe: Callable[[], bool], period: float = 1.0) -> bool:

@@ -18,11 +18,10 @@ from kubernetes import config
 from rayconformance.fixtures import ray
 from tests.breaks.conftest import BED_DEFINITION
 from tests.breaks import cases_raycluster, cases_rayjob, cases_rayservice
-from tests.breaks.harness import Case
+from tests.breaks.harness import Case, patched_tree
 from tests.suiterun import derive_profile, run_suite
 
 pytestmark = [pytest.mark.integration, pytest.mark.breaks]
-BASE_PROFILE = "kuberay-v1.6.1"
 PATCHES = Path(__file__).parent / "patches"
 CASES: list[Case] = cases_raycluster.CASES + cases_rayjob.CASES + cases_rayservice.CASES
 
@@ -37,11 +36,13 @@ def _samples(tmp: Path, case: Case) -> Path:
     return d
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.test + (f"~{c.patch}" if c.patch else "") for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c.test + (f"~{c.patch or c.tree_patch}" if c.patch or c.tree_patch else "")
+                                             for c in CASES])
 def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, bed_kubeconfig):
-    profile = derive_profile(tmp_path, BASE_PROFILE, f"{BASE_PROFILE}-broken-{abs(hash(case.test)) % 10**6}",
+    profile = derive_profile(tmp_path, case.profile, f"{case.profile}-broken-{abs(hash(case.test)) % 10**6}",
                              gates=case.gates, env=case.env,
                              patch=PATCHES / f"{case.patch}.patch" if case.patch else None)
+    tree = patched_tree(tmp_path, PATCHES / f"{case.tree_patch}.patch") if case.tree_patch else None
     stop = threading.Event()
     saboteur, acted = None, []
     if case.saboteur:
@@ -50,7 +51,8 @@ def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, be
         saboteur.start()
     try:
         run = run_suite(bed_kubeconfig, profile, case.test, tmp_path / "reports", timeout_scale=case.timeout_scale,
-                        samples=_samples(tmp_path, case), local_bed=BED_DEFINITION if case.local else None)
+                        samples=_samples(tmp_path, case), local_bed=BED_DEFINITION if case.local else None,
+                        extra=("--operator-tree", str(tree)) if tree else ())
     finally:
         stop.set()
         if saboteur:

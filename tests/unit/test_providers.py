@@ -91,3 +91,29 @@ def test_local_adopts_a_bed_that_is_up_and_leaves_it_up(tmp_path):
     local.down()  # nothing brought up here: the bed stays
     with pytest.raises(ProviderError, match="provider existing cannot attach to a cluster that is already up"):
         providers.make_provider("existing", None, tmp_path).adopt(kubeconfig)
+
+
+def test_default_provider_is_kind_where_a_docker_engine_answers_else_local(tmp_path, monkeypatch):
+    import socket
+    import threading
+
+    from rayconformance.fixtures import providers
+
+    path = tmp_path / "docker.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+
+    def answer():
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(1024)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK")
+
+    threading.Thread(target=answer, daemon=True).start()
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+    name, why = providers.default_provider()
+    assert name == "kind" and str(path) in why, why
+    server.close()
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'none.sock'}")
+    assert providers.default_provider()[0] == "local"
