@@ -1,0 +1,23 @@
+"""Events read alike whichever API the operator writes them through (core/v1 count, events.k8s.io/v1 series)."""
+from __future__ import annotations
+
+from kubernetes import client
+
+from rayconformance.fixtures import events
+
+
+def v1(reason: str, *, series: int | None = None, deprecated: int | None = None) -> client.EventsV1Event:
+    return client.EventsV1Event(
+        event_time=None, metadata=client.V1ObjectMeta(name=reason), reason=reason, type="Normal", note="n",
+        regarding=client.V1ObjectReference(kind="RayCluster", name="c"), deprecated_count=deprecated,
+        series=client.EventsV1EventSeries(count=series, last_observed_time="2026-12-02T00:00:00.000000Z")
+        if series else None)
+
+
+def test_repeats_count_from_series_then_the_deprecated_count_then_one():
+    assert events.of(v1("CreatedWorkerPod", series=3)).count == 3  # events.k8s.io/v1 recorder (KubeRay 1.7)
+    assert events.of(v1("CreatedWorkerPod", deprecated=4)).count == 4  # core/v1 recorder (KubeRay <= 1.6)
+    assert events.of(v1("CreatedWorkerPod")).count == 1
+    e = events.of(v1("DeletedWorkerPod", series=2))
+    assert (e.kind, e.name, e.reason, e.message) == ("RayCluster", "c", "DeletedWorkerPod", "n")
+    assert str(e) == "Normal DeletedWorkerPod on RayCluster c x2: n"
