@@ -1,17 +1,15 @@
 """Events read alike whichever API the operator writes them through (core/v1 count, events.k8s.io/v1 series)."""
 from __future__ import annotations
 
-from kubernetes import client
+from types import SimpleNamespace as NS
 
 from rayconformance.fixtures import events
 
 
-def v1(reason: str, *, series: int | None = None, deprecated: int | None = None) -> client.EventsV1Event:
-    return client.EventsV1Event(
-        event_time=None, metadata=client.V1ObjectMeta(name=reason), reason=reason, type="Normal", note="n",
-        regarding=client.V1ObjectReference(kind="RayCluster", name="c"), deprecated_count=deprecated,
-        series=client.EventsV1EventSeries(count=series, last_observed_time="2026-12-02T00:00:00.000000Z")
-        if series else None)
+def v1(reason: str, *, series: int | None = None, deprecated: int | None = None) -> NS:
+    """An events.k8s.io/v1 Event as the client returns it (the fields read)."""
+    return NS(reason=reason, type="Normal", note="n", regarding=NS(kind="RayCluster", name="c"),
+              deprecated_count=deprecated, series=NS(count=series) if series else None)
 
 
 def test_repeats_count_from_series_then_the_deprecated_count_then_one():
