@@ -115,4 +115,7 @@ CASES = [
     Case("rayjob_managed_elsewhere_is_left_alone", "left alone", patch="rayjob-ignores-managed-by"),
     # DeleteWorkers deletes the whole RayCluster
     Case("deletion_rules_clean_up_in_stages", "RayCluster itself kept", patch="rayjob-delete-workers-deletes-cluster"),
+    # KubeRay v1.7.0 patched: the status-check failures are never timed (the job stays Running)
+    Case("unreachable_job_ends_with_status_check_timeout", "JobStatusCheckTimeoutExceeded", profile="kuberay-v1.7.0",
+         local=True, tree_patch="v1.7.0/rayjob-no-status-check-timeout", timeout_scale=0.5),
 ]
