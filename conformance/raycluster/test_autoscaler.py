@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import ray_job_must_succeed, workers_must_be_running_and_ready
+from rayconformance.fixtures.expect.raycluster_pods import workers_must_be_running_and_ready
+from rayconformance.fixtures.expect.raycluster_ray import ray_job_must_succeed
 
 from .helpers import PodWatch, create_provisioned
 

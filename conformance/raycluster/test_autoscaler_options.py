@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import (describe_worker_groups, group_workers_must_be_running_and_ready,
-                                                       ray_job_must_succeed, worker_pods_must_be,
-                                                       workers_must_be_running_and_ready)
+from rayconformance.fixtures.expect.raycluster_pods import describe_worker_groups, group_workers_must_be_running_and_ready, worker_pods_must_be, workers_must_be_running_and_ready
+from rayconformance.fixtures.expect.raycluster_ray import ray_job_must_succeed
 
 from .helpers import PodWatch, ReplicasWatch, create_provisioned
 

@@ -6,8 +6,8 @@ from kubernetes import client
 
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.conditions import condition, condition_must_be, has_condition
-from rayconformance.fixtures.expect.raycluster import (new_head_must_be_ready, raycluster_must_be_provisioned,
-                                                       raycluster_must_report_replica_failure)
+from rayconformance.fixtures.expect.raycluster import raycluster_must_be_provisioned, raycluster_must_report_replica_failure
+from rayconformance.fixtures.expect.raycluster_pods import new_head_must_be_ready
 from rayconformance.fixtures.expect.workloads import describe_pods
 from rayconformance.fixtures.waiting import wait_until
 

@@ -8,8 +8,9 @@ from kubernetes import client
 
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.events import warning_events_must_be_recorded
-from rayconformance.fixtures.expect.raycluster import (head_must_restart_in_place, head_restarts, new_head_must_be_ready,
-                                                       ray_job_must_succeed, raycluster_must_be_gone)
+from rayconformance.fixtures.expect.raycluster import raycluster_must_be_gone
+from rayconformance.fixtures.expect.raycluster_pods import head_must_restart_in_place, head_restarts, new_head_must_be_ready
+from rayconformance.fixtures.expect.raycluster_ray import ray_job_must_succeed
 from rayconformance.fixtures.expect.workloads import describe_pods, pod_must_finish
 
 from .helpers import WatchLog, create_provisioned

@@ -10,8 +10,8 @@ import pytest
 from kubernetes import client
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import (group_pods, group_workers_must_be_running_and_ready,
-                                                        ray_job_must_succeed)
+from rayconformance.fixtures.expect.raycluster_pods import group_pods, group_workers_must_be_running_and_ready
+from rayconformance.fixtures.expect.raycluster_ray import ray_job_must_succeed
 from rayconformance.fixtures.expect.workloads import describe_pods
 
 from .helpers import PodWatch, create_provisioned

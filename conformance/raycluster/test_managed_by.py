@@ -7,7 +7,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import head_pod_must_be_created
+from rayconformance.fixtures.expect.raycluster_pods import head_pod_must_be_created
 from rayconformance.fixtures.expect.workloads import describe_pods
 from rayconformance.fixtures.waiting import wait_until
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import (raycluster_events_must_count, worker_pods_must_be,
-                                                       worker_pods_must_number, workers_must_be_running_and_ready)
+from rayconformance.fixtures.expect.raycluster import raycluster_events_must_count
+from rayconformance.fixtures.expect.raycluster_pods import worker_pods_must_be, worker_pods_must_number, workers_must_be_running_and_ready
 
 from .helpers import PodWatch, create_provisioned
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import (auth_secret_must_hold_token, dashboard_must_refuse,
-                                                       ray_must_list_alive_nodes, raycluster_must_be_provisioned)
+from rayconformance.fixtures.expect.raycluster import raycluster_must_be_provisioned
+from rayconformance.fixtures.expect.raycluster_ray import auth_secret_must_hold_token, dashboard_must_refuse, ray_must_list_alive_nodes
 from rayconformance.fixtures.expect.rayjob import rayjob_must_create_its_cluster, rayjob_must_succeed
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, serve_service_must_answer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import new_head_must_be_ready, workers_must_be_running_and_ready
+from rayconformance.fixtures.expect.raycluster_pods import new_head_must_be_ready, workers_must_be_running_and_ready
 from rayconformance.fixtures.expect.workloads import describe_pods
 
 from .helpers import create_provisioned
