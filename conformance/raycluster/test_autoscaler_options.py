@@ -46,8 +46,8 @@ def test_group_idle_timeout_overrides_the_cluster_one(ctx):
 
     # step 2: an actor needing group quick's resource and one needing group steady's bring up a worker in each
     cluster.ray_job_must_succeed(HOLD.format(groups=sorted(groups)))
-    up = {group: cluster.group_workers_must_be_running_and_ready(group, 1, what=f"an actor needing resource "
-                                                                 f"{group!r} to bring up a worker of group {group}")[0]
+    up = {group: cluster.group_workers_must_be_running_and_ready(
+              group, 1, what=f"an actor needing resource {group!r} to bring up a worker of group {group}")[0]
           for group in groups}
     kept = up["steady"].metadata.name
 
