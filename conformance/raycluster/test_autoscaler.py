@@ -3,11 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import ray_job_must_succeed, workers_must_be_running_and_ready
-
-from .helpers import PodWatch, create_provisioned
-
 # Detached actors needing one CPU each: the head has none, so each needs a worker.
 CREATE = """
 import ray
@@ -40,30 +35,29 @@ print('KILLED', {n})
 
 @pytest.mark.parametrize("version", [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
                                      pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))])
-def test_demand_scales_workers_up_and_idle_down(k8s, namespace, ray_version, timeouts, version):
+@pytest.mark.samples("raycluster-autoscaler")
+def test_demand_scales_workers_up_and_idle_down(ctx, version):
     """With in-tree autoscaling, the head Pod gets an autoscaler sidecar; Ray actors that need more CPUs than the
     cluster has add workers up to the group's maxReplicas and no further (demand for 3 workers, maxReplicas 2:
     never more than 2 worker Pods), workers left idle are removed, and raising minReplicas adds a worker without
     any demand. With autoscalerOptions.version v2 it is Ray's autoscaler v2 that runs: it reports its state to
     the GCS, which the v1 autoscaler never does."""
-    body = ray.sample("raycluster-autoscaler", ray_version)
+    body = ctx.sample("raycluster-autoscaler")
     body["spec"]["autoscalerOptions"]["version"] = version
-    name = body["metadata"]["name"]
-    rc, obj = create_provisioned(k8s, namespace, body, timeouts.long)
-    svc = obj["status"]["head"]["serviceName"]
-    containers = [c.name for c in ray.cluster_pods(k8s, namespace, name, "head")[0].spec.containers]
+    cluster = ctx.create_raycluster(body)
+    cluster.must_be_provisioned()
+    containers = [c.name for c in cluster.head_pod().spec.containers]
     assert "autoscaler" in containers or len(containers) > 1, \
         f"expected an autoscaler sidecar in the head Pod, containers: {containers}"
 
-    with PodWatch(k8s, namespace, name) as pods:
+    with cluster.watch_pods() as pods:
         # demand for 3 CPUs, one worker each, in a group of at most 2
-        ray_job_must_succeed(k8s, namespace, svc, CREATE.format(n=3, ready=2), timeouts.long)
-        workers_must_be_running_and_ready(k8s, namespace, name, 2, timeouts.long,
-                                          what="the autoscaler to add 2 workers")
-        replicas = rc.get(name)["spec"]["workerGroupSpecs"][0]["replicas"]
+        cluster.ray_job_must_succeed(CREATE.format(n=3, ready=2))
+        cluster.workers_must_be_running_and_ready(2, what="the autoscaler to add 2 workers")
+        replicas = cluster.get()["spec"]["workerGroupSpecs"][0]["replicas"]
         assert replicas <= 2, f"the autoscaler must stay within maxReplicas=2; spec replicas={replicas}"
         if version == "v2":
-            logs = ray_job_must_succeed(k8s, namespace, svc, V2_STATE, timeouts.medium)
+            logs = cluster.ray_job_must_succeed(V2_STATE, ctx.timeouts.medium)
             reported = next((line.split()[1] for line in logs.splitlines()
                              if line.startswith("AUTOSCALER_STATE_VERSION ")), None)
             assert reported is not None and reported.isdigit() and int(reported) > 0, \
@@ -74,11 +68,10 @@ def test_demand_scales_workers_up_and_idle_down(k8s, namespace, ray_version, tim
         (f"with demand for 3 workers the group must stay capped at maxReplicas=2 worker Pods; observed {pods.peak} "
          f"at once: {pods.summary()}")
 
-    ray_job_must_succeed(k8s, namespace, svc, KILL.format(n=3), timeouts.medium)  # demand gone
-    workers_must_be_running_and_ready(k8s, namespace, name, 0, timeouts.long,
-                                      what="idle workers to be removed after the idle timeout")
+    cluster.ray_job_must_succeed(KILL.format(n=3), ctx.timeouts.medium)  # demand gone
+    cluster.workers_must_be_running_and_ready(0, what="idle workers to be removed after the idle timeout")
 
-    groups = rc.get(name)["spec"]["workerGroupSpecs"]
+    groups = cluster.get()["spec"]["workerGroupSpecs"]
     groups[0]["minReplicas"] = 1
-    rc.patch(name, {"spec": {"workerGroupSpecs": groups}})
-    workers_must_be_running_and_ready(k8s, namespace, name, 1, timeouts.long, what="minReplicas=1 to add one worker")
+    cluster.patch({"spec": {"workerGroupSpecs": groups}})
+    cluster.workers_must_be_running_and_ready(1, what="minReplicas=1 to add one worker")

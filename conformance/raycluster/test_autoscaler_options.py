@@ -4,13 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import (describe_worker_groups, group_workers_must_be_running_and_ready,
-                                                       ray_job_must_succeed, worker_pods_must_be,
-                                                       workers_must_be_running_and_ready)
-
-from .helpers import PodWatch, ReplicasWatch, create_provisioned
-
 # One detached actor per named group, each needing that group's custom Ray resource (single quotes only: the code
 # runs as `python -c "..."`).
 HOLD = """
@@ -35,52 +28,51 @@ print('KILLED', {groups})
 
 
 @pytest.mark.feature("RayClusterAutoscalerGroupIdleTimeout")
-def test_group_idle_timeout_overrides_the_cluster_one(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("raycluster-autoscaler-group-idle")
+def test_group_idle_timeout_overrides_the_cluster_one(ctx):
     """With autoscaler v2, a worker group's own idleTimeoutSeconds replaces the cluster-wide
     autoscalerOptions.idleTimeoutSeconds for that group: of two workers left idle at the same moment, the one in a
     group with a short idle timeout of its own (15 s) is removed and its group goes back to its minReplicas, while
     the one in a group without its own (the cluster's 600 s applies) stays."""
-    body = ray.sample("raycluster-autoscaler-group-idle", ray_version)
-    name = body["metadata"]["name"]
+    body = ctx.sample("raycluster-autoscaler-group-idle")
     groups = {g["groupName"]: g for g in body["spec"]["workerGroupSpecs"]}
     quick, steady = groups["quick"], groups["steady"]
     own, cluster_wide = quick["idleTimeoutSeconds"], body["spec"]["autoscalerOptions"]["idleTimeoutSeconds"]
     assert "idleTimeoutSeconds" not in steady and own < cluster_wide, "the sample's two idle timeouts changed"
 
     # step 1: the cluster comes up with the head alone
-    rc, obj = create_provisioned(k8s, namespace, body, timeouts.long)
-    svc = obj["status"]["head"]["serviceName"]
+    cluster = ctx.create_raycluster(body)
+    cluster.must_be_provisioned()
 
     # step 2: an actor needing group quick's resource and one needing group steady's bring up a worker in each
-    ray_job_must_succeed(k8s, namespace, svc, HOLD.format(groups=sorted(groups)), timeouts.long)
-    up = {group: group_workers_must_be_running_and_ready(k8s, namespace, name, group, 1, timeouts.long,
-                                                         what=f"an actor needing resource {group!r} to bring up "
-                                                              f"a worker of group {group}")[0]
+    cluster.ray_job_must_succeed(HOLD.format(groups=sorted(groups)))
+    up = {group: cluster.group_workers_must_be_running_and_ready(
+              group, 1, what=f"an actor needing resource {group!r} to bring up a worker of group {group}")[0]
           for group in groups}
     kept = up["steady"].metadata.name
 
-    with PodWatch(k8s, namespace, name, group="steady") as steady_pods:
+    with cluster.watch_pods(group="steady") as steady_pods:
         # step 3: both workers go idle at the same moment
-        ray_job_must_succeed(k8s, namespace, svc, RELEASE.format(groups=sorted(groups)), timeouts.medium)
+        cluster.ray_job_must_succeed(RELEASE.format(groups=sorted(groups)), ctx.timeouts.medium)
 
         # step 4: group quick's idle worker goes after the group's own idle timeout ...
-        group_workers_must_be_running_and_ready(
-            k8s, namespace, name, "quick", quick["minReplicas"], timeouts.medium,
+        cluster.group_workers_must_be_running_and_ready(
+            "quick", quick["minReplicas"], ctx.timeouts.medium,
             what=f"group quick's idle worker to be removed after the group's own idleTimeoutSeconds={own}, long "
                  f"before the cluster-wide autoscalerOptions.idleTimeoutSeconds={cluster_wide}")
 
         # step 5: ... while group steady's, idle just as long but under the cluster-wide timeout, stays
-        worker_pods_must_be(k8s, namespace, name, [kept], timeouts.short, consecutive=own,
-                            what=f"group steady's idle worker (cluster-wide idleTimeoutSeconds={cluster_wide}) to "
-                                 f"stay once group quick's (idleTimeoutSeconds={own}) is gone")
+        cluster.worker_pods_must_be([kept], ctx.timeouts.short, consecutive=own,
+                                    what=f"group steady's idle worker (cluster-wide idleTimeoutSeconds={cluster_wide}) "
+                                         f"to stay once group quick's (idleTimeoutSeconds={own}) is gone")
     steady_pods.must_not_have_failed()
     assert not steady_pods.deleted and steady_pods.live_names() == [kept], \
         (f"group steady's idle worker {kept} must outlive group quick's: the cluster-wide idleTimeoutSeconds="
          f"{cluster_wide} applies to it, not group quick's {own}; observed {steady_pods.summary()}")
-    stored = {g["groupName"]: g for g in rc.get(name)["spec"]["workerGroupSpecs"]}
+    stored = {g["groupName"]: g for g in cluster.get()["spec"]["workerGroupSpecs"]}
     assert stored["quick"].get("replicas") == quick["minReplicas"] and stored["steady"].get("replicas") == 1, \
         (f"the autoscaler must bring group quick back to its minReplicas={quick['minReplicas']} and keep group "
-         f"steady at 1 replica; observed {describe_worker_groups(k8s, namespace, name)}")
+         f"steady at 1 replica; observed {cluster.describe_worker_groups()}")
 
 
 # A burst of demand at once (one request, so the autoscaler sees all of it in the same round): this many 1-CPU
@@ -97,28 +89,29 @@ print('REQUESTED', {n})
 
 @pytest.mark.feature("RayClusterAutoscalerUpscalingMode")
 @pytest.mark.parametrize("mode", ["Conservative", "Aggressive"])
-def test_upscaling_mode_paces_new_workers(k8s, namespace, ray_version, timeouts, mode):
+@pytest.mark.samples("raycluster-autoscaler")
+def test_upscaling_mode_paces_new_workers(ctx, mode):
     """With autoscaler v2, autoscalerOptions.upscalingMode sets how many workers the autoscaler adds at once for
     a burst of demand (3 CPUs asked at once, one worker each): Conservative adds them one at a time (the group's
     replicas go 0, 1, 2, 3), Aggressive all at once (replicas 0 then 3). Either way the group ends with 3 Running
     and Ready workers and never more."""
-    body = ray.sample("raycluster-autoscaler", ray_version)
+    body = ctx.sample("raycluster-autoscaler")
     opts = body["spec"]["autoscalerOptions"]
     opts["version"], opts["upscalingMode"] = "v2", mode
     group = body["spec"]["workerGroupSpecs"][0]
     group["maxReplicas"] = BURST
-    name, gname = body["metadata"]["name"], group["groupName"]
+    gname = group["groupName"]
 
     # step 1: the cluster comes up with the head alone
-    _, obj = create_provisioned(k8s, namespace, body, timeouts.long)
-    svc = obj["status"]["head"]["serviceName"]
+    cluster = ctx.create_raycluster(body)
+    cluster.must_be_provisioned()
 
     # step 2: demand for 3 workers arrives at once; the autoscaler adds them
-    with ReplicasWatch(k8s, namespace, name) as replicas, PodWatch(k8s, namespace, name) as pods:
-        ray_job_must_succeed(k8s, namespace, svc, REQUEST.format(n=BURST), timeouts.medium)
-        workers_must_be_running_and_ready(k8s, namespace, name, BURST, timeouts.long,
-                                          what=f"the autoscaler to add {BURST} workers for {BURST} CPUs requested")
-    assert replicas.error is None, f"could not watch RayCluster {name}: {replicas.error}"
+    with cluster.watch_replicas() as replicas, cluster.watch_pods() as pods:
+        cluster.ray_job_must_succeed(REQUEST.format(n=BURST), ctx.timeouts.medium)
+        cluster.workers_must_be_running_and_ready(BURST, what=f"the autoscaler to add {BURST} workers for {BURST} "
+                                                              f"CPUs requested")
+    replicas.must_not_have_failed()
     pods.must_not_have_failed()
 
     # step 3: how the group's replicas rose, as the autoscaler patched them

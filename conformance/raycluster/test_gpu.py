@@ -7,14 +7,8 @@ import json
 import re
 
 import pytest
-from kubernetes import client
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import (group_pods, group_workers_must_be_running_and_ready,
-                                                        ray_job_must_succeed)
 from rayconformance.fixtures.expect.workloads import describe_pods
-
-from .helpers import PodWatch, create_provisioned
 
 GPU = "nvidia.com/gpu"
 # Runs inside the Ray cluster as a Ray job (python -c): single quotes only, no shell metacharacters.
@@ -108,31 +102,30 @@ def start_command(pod) -> str:
 
 
 @pytest.mark.feature("RayClusterGPUWorkerGroups")
-def test_gpu_worker_group_gets_a_gpu(k8s, namespace, ray_version, timeouts, provider):
+@pytest.mark.samples("raycluster-gpu")
+def test_gpu_worker_group_gets_a_gpu(ctx):
     """A worker group limited to one nvidia.com/gpu gets a worker Pod that keeps the limit and runs on a GPU
     node; Ray counts the GPU in its cluster resources, and a task asking for one GPU runs on that worker and is
     given one GPU id."""
-    core = client.CoreV1Api(k8s)
-    if not has_gpu_nodes(k8s, provider):
+    if not has_gpu_nodes(ctx):
         pytest.skip(f"no Node offers {GPU}; use a cluster with GPU nodes (--cluster local-gpu or kind-gpu)")
-    body = ray.sample("raycluster-gpu", ray_version)
-    name = body["metadata"]["name"]
-    _, obj = create_provisioned(k8s, namespace, body, timeouts.long)
+    cluster = ctx.create_raycluster("raycluster-gpu")
+    cluster.must_be_provisioned()
 
-    workers = ray.cluster_pods(k8s, namespace, name, "worker")
+    workers = cluster.pods("worker")
     assert len(workers) == 1 and workers[0].metadata.labels.get("ray.io/group") == "gpu", \
         f"expected 1 worker Pod of group gpu, observed {describe_pods(workers)}"
     worker = workers[0]
     limits = {c.name: (c.resources.limits or {}).get(GPU) for c in worker.spec.containers if c.resources}
     assert "1" in limits.values(), \
         f"the worker Pod's container must keep the group's limit {GPU}: 1; observed limits {limits}"
-    node = core.read_node(worker.spec.node_name)
-    node_gpus = (node.status.capacity or {}).get(GPU)
-    assert node_gpus and int(node_gpus) >= 1, \
+    node = ctx.core.read_node(worker.spec.node_name)
+    capacity = (node.status.capacity or {}).get(GPU)
+    assert capacity and int(capacity) >= 1, \
         (f"the gpu worker Pod {worker.metadata.name} runs on Node {worker.spec.node_name}, whose capacity has no "
-         f"{GPU} (observed {node_gpus!r}); expected a GPU node")
+         f"{GPU} (observed {capacity!r}); expected a GPU node")
 
-    logs = ray_job_must_succeed(k8s, namespace, obj["status"]["head"]["serviceName"], PROBE, timeouts.long)
+    logs = cluster.ray_job_must_succeed(PROBE)
     total = printed(logs, "CLUSTER_GPU")
     assert total == 1, \
         (f"Ray's cluster resources must count the worker's GPU: expected GPU 1, observed {total}; the worker's "
@@ -150,47 +143,46 @@ def test_gpu_worker_group_gets_a_gpu(k8s, namespace, ray_version, timeouts, prov
           f"NVIDIA_VISIBLE_DEVICES={task['NVIDIA_VISIBLE_DEVICES']}, CUDA_VISIBLE_DEVICES={task['CUDA_VISIBLE_DEVICES']}")
 
 
-def node_gpus(core: client.CoreV1Api, node: str) -> int:
-    return int((core.read_node(node).status.capacity or {}).get(GPU, "0"))
+def node_gpus(ctx, node: str) -> int:
+    return int((ctx.core.read_node(node).status.capacity or {}).get(GPU, "0"))
 
 
-def group_start_commands(k8s, namespace: str, cluster: str, group: str) -> dict[str, str]:
-    return {p.metadata.name: start_command(p) for p in group_pods(k8s, namespace, cluster, group)}
+def group_start_commands(cluster, group: str) -> dict[str, str]:
+    return {p.metadata.name: start_command(p) for p in cluster.group_pods(group)}
 
 
-def has_gpu_nodes(k8s, provider) -> bool:
-    if provider.supports("gpu_nodes"):  # a provider that made GPU nodes: they must show up as such
-        return bool(provider.gpu_nodes())
-    return any(int((n.status.allocatable or {}).get(GPU, "0")) > 0 for n in client.CoreV1Api(k8s).list_node().items)
+def has_gpu_nodes(ctx) -> bool:
+    if ctx.provider.supports("gpu_nodes"):  # a provider that made GPU nodes: they must show up as such
+        return bool(ctx.provider.gpu_nodes())
+    return any(int((n.status.allocatable or {}).get(GPU, "0")) > 0 for n in ctx.core.list_node().items)
 
 
 @pytest.mark.feature("RayClusterGPUAutoscaling")
-def test_gpu_group_scales_from_zero_and_back(k8s, namespace, ray_version, timeouts, provider):
+@pytest.mark.samples("raycluster-gpu-autoscale")
+def test_gpu_group_scales_from_zero_and_back(ctx):
     """A GPU worker group at zero replicas (minReplicas 0, maxReplicas 2) is scaled by Ray's autoscaler: one actor
     asking for one GPU brings up exactly one GPU worker Pod, on a GPU node, whose Ray node offers GPU 1 and runs
     the actor; once the actor is gone the group goes back to zero Pods. A CPU-only worker Pod running on a GPU
     node is handed no GPU: its Ray node offers none and a task on it sees no GPU device."""
-    if not has_gpu_nodes(k8s, provider):
+    if not has_gpu_nodes(ctx):
         pytest.skip(f"no Node offers {GPU}; use a cluster with GPU nodes (--cluster local-gpu or kind-gpu)")
-    core = client.CoreV1Api(k8s)
-    body = ray.sample("raycluster-gpu-autoscale", ray_version)
-    name = body["metadata"]["name"]
+    body = ctx.sample("raycluster-gpu-autoscale")
+    cluster = ctx.raycluster(body["metadata"]["name"])
 
-    with PodWatch(k8s, namespace, name, group="gpu") as gpu_pods:
+    with cluster.watch_pods(group="gpu") as gpu_pods:
         # step 1: the cluster comes up with its CPU worker on a GPU node and no GPU worker
-        _, obj = create_provisioned(k8s, namespace, body, timeouts.long)
-        svc = obj["status"]["head"]["serviceName"]
-        [cpu_worker] = group_workers_must_be_running_and_ready(k8s, namespace, name, "cpu-on-gpu-node", 1,
-                                                               timeouts.medium, what="the CPU group's one worker")
+        ctx.create_raycluster(body)
+        cluster.must_be_provisioned()
+        [cpu_worker] = cluster.group_workers_must_be_running_and_ready("cpu-on-gpu-node", 1, ctx.timeouts.medium,
+                                                                       what="the CPU group's one worker")
         assert not gpu_pods.live_names(), \
             f"the gpu group (replicas 0) must start with no Pods; observed {gpu_pods.summary()}"
 
         # step 2: a CPU Pod on a GPU node is handed no GPU
-        assert node_gpus(core, cpu_worker.spec.node_name) >= 1, \
+        assert node_gpus(ctx, cpu_worker.spec.node_name) >= 1, \
             (f"the CPU group's nodeSelector nvidia.com/gpu.present=true should place {cpu_worker.metadata.name} on a "
              f"GPU node; Node {cpu_worker.spec.node_name} has no {GPU}")
-        logs = ray_job_must_succeed(k8s, namespace, svc, CPU_WORKER_PROBE.format(ip=cpu_worker.status.pod_ip),
-                                    timeouts.long)
+        logs = cluster.ray_job_must_succeed(CPU_WORKER_PROBE.format(ip=cpu_worker.status.pod_ip))
         node, task = printed(logs, "CPU_NODE"), printed(logs, "CPU_TASK")
         assert node is not None and not node["gpus"] and task is not None and not task["gpu_ids"] \
             and task["NVIDIA_VISIBLE_DEVICES"] in NO_DEVICE, \
@@ -199,23 +191,23 @@ def test_gpu_group_scales_from_zero_and_back(k8s, namespace, ray_version, timeou
              f"task {task}; start command: {start_command(cpu_worker)}")
 
         # step 3: demand for one GPU brings up exactly one GPU worker, which runs it
-        logs = ray_job_must_succeed(k8s, namespace, svc, GPU_DEMAND.format(wait=int(timeouts.medium)), timeouts.long)
+        logs = cluster.ray_job_must_succeed(GPU_DEMAND.format(wait=int(ctx.timeouts.medium)))
         actor = printed(logs, "GPU_ACTOR")
         assert actor is not None, \
-            (f"an actor asking for num_gpus=1 was not placed within {int(timeouts.medium)}s of the demand; gpu group "
-             f"Pods: {gpu_pods.summary()}; their start commands: {group_start_commands(k8s, namespace, name, 'gpu')}")
-        [worker] = group_workers_must_be_running_and_ready(
-            k8s, namespace, name, "gpu", 1, timeouts.short, what="the autoscaler's one GPU worker for one GPU of demand")
-        assert node_gpus(core, worker.spec.node_name) >= 1, \
+            (f"an actor asking for num_gpus=1 was not placed within {int(ctx.timeouts.medium)}s of the demand; gpu "
+             f"group Pods: {gpu_pods.summary()}; their start commands: {group_start_commands(cluster, 'gpu')}")
+        [worker] = cluster.group_workers_must_be_running_and_ready(
+            "gpu", 1, ctx.timeouts.short, what="the autoscaler's one GPU worker for one GPU of demand")
+        assert node_gpus(ctx, worker.spec.node_name) >= 1, \
             f"the GPU worker {worker.metadata.name} must run on a GPU node; Node {worker.spec.node_name} has no {GPU}"
         assert actor["node_ip"] == worker.status.pod_ip and actor["node_gpus"] == 1 and len(actor["gpu_ids"]) == 1, \
             (f"the num_gpus=1 actor must run on the GPU worker (Pod IP {worker.status.pod_ip}) whose Ray node offers "
              f"GPU 1, holding one GPU id; observed {actor}")
 
         # step 4: without the demand the group goes back to zero
-        ray_job_must_succeed(k8s, namespace, svc, RELEASE_GPU, timeouts.medium)
-        group_workers_must_be_running_and_ready(k8s, namespace, name, "gpu", 0, timeouts.long,
-                                                what="the idle GPU worker to be removed after the idle timeout")
+        cluster.ray_job_must_succeed(RELEASE_GPU, ctx.timeouts.medium)
+        cluster.group_workers_must_be_running_and_ready("gpu", 0, what="the idle GPU worker to be removed after the "
+                                                                       "idle timeout")
     gpu_pods.must_not_have_failed()
     assert gpu_pods.peak == 1 and len(gpu_pods.created) == 1, \
         f"one GPU of demand must bring up exactly one GPU worker Pod; observed {gpu_pods.summary()}"

@@ -5,59 +5,58 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import (auth_secret_must_hold_token, dashboard_must_refuse,
-                                                       ray_must_list_alive_nodes, raycluster_must_be_provisioned)
 from rayconformance.fixtures.expect.rayjob import rayjob_must_create_its_cluster, rayjob_must_succeed
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, serve_service_must_answer
-
-from ..rayservice.helpers import deploy
-from .helpers import create_provisioned
+from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, rayservice_must_be_ready,
+                                                       serve_service_must_answer)
 
 WRONG_TOKEN = "not-the-cluster-token"
 
 
 @pytest.mark.feature("RayClusterTokenAuth")
-def test_token_auth_guards_the_dashboard(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("raycluster-token-auth")
+def test_token_auth_guards_the_dashboard(ctx):
     """With token authentication on, the operator creates a Secret holding the cluster's token; Ray's dashboard
     refuses a request without the token and one with a wrong token, and accepts one carrying the cluster's
     token, which shows the head and the worker joined."""
-    body = ray.sample("raycluster-token-auth", ray_version)
-    name = body["metadata"]["name"]
-    _, obj = create_provisioned(k8s, namespace, body, timeouts.medium)
+    cluster = ctx.create_raycluster("raycluster-token-auth")
+    cluster.must_be_provisioned(ctx.timeouts.medium)
 
-    token = auth_secret_must_hold_token(k8s, namespace, name, timeouts.short)
-    dashboard_must_refuse(k8s, namespace, obj, timeouts.short, what="a request without the token")
-    dashboard_must_refuse(k8s, namespace, obj, timeouts.short, token=WRONG_TOKEN, what="a request with a wrong token")
-    ray_must_list_alive_nodes(k8s, namespace, obj, 2, timeouts.medium, token=token)
+    token = cluster.auth_secret_must_hold_token()
+    cluster.dashboard_must_refuse(what="a request without the token")
+    cluster.dashboard_must_refuse(token=WRONG_TOKEN, what="a request with a wrong token")
+    cluster.ray_must_list_alive_nodes(2, token=token)
 
 
 @pytest.mark.feature("RayClusterTokenAuth", "RayJobK8sJobMode")
-def test_rayjob_succeeds_with_token_auth(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("rayjob-token-auth")
+def test_rayjob_succeeds_with_token_auth(ctx):
     """A RayJob whose cluster has token authentication on runs to completion (SUCCEEDED/Complete): its
     submitter gets through to Ray's Jobs API, while the cluster's dashboard refuses requests without the
     token."""
-    body = ray.sample("rayjob-token-auth", ray_version)
+    body = ctx.sample("rayjob-token-auth")
     name = body["metadata"]["name"]
-    ray.RayResources(k8s, namespace, "RayJob").create(body)
+    ctx.resources("RayJob").create(body)
 
-    cluster = rayjob_must_create_its_cluster(k8s, namespace, name, timeouts.medium)
-    obj = raycluster_must_be_provisioned(k8s, namespace, cluster, timeouts.medium)
-    dashboard_must_refuse(k8s, namespace, obj, timeouts.short, what="a request without the token")
-    rayjob_must_succeed(k8s, namespace, name, timeouts.long, when="with token authentication on")
+    cluster = ctx.raycluster(rayjob_must_create_its_cluster(ctx.k8s, ctx.namespace, name, ctx.timeouts.medium))
+    cluster.must_be_provisioned(ctx.timeouts.medium)
+    cluster.dashboard_must_refuse(what="a request without the token")
+    rayjob_must_succeed(ctx.k8s, ctx.namespace, name, ctx.timeouts.job, when="with token authentication on")
 
 
 @pytest.mark.feature("RayClusterTokenAuth", "RayServiceReady")
-def test_rayservice_serves_with_token_auth(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("rayservice-greeter", "rayservice-token-auth")
+def test_rayservice_serves_with_token_auth(ctx):
     """A RayService whose cluster has token authentication on becomes Ready and its serve Service answers with
     the application's reply (the operator deploys the Serve application through the authenticated dashboard),
     while the cluster's dashboard refuses requests without the token."""
-    greeter = ray.load_sample("rayservice-greeter", ray_version)
-    docs = [d for d in greeter if d["kind"] == "ConfigMap"] + ray.load_sample("rayservice-token-auth", ray_version)
-    _, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
-    cluster, _ = active_and_pending_clusters(obj)
+    greeter = [d for d in ctx.samples("rayservice-greeter") if d["kind"] == "ConfigMap"]
+    service = ctx.samples("rayservice-token-auth")
+    ctx.create(greeter + service)
+    name = next(d for d in service if d["kind"] == "RayService")["metadata"]["name"]
+    obj = rayservice_must_be_ready(ctx.k8s, ctx.namespace, name, ctx.timeouts.provision)
+    active, _ = active_and_pending_clusters(obj)
 
-    rc = ray.RayResources(k8s, namespace, "RayCluster").get(cluster)
-    assert rc is not None, f"the RayService's active RayCluster {cluster} does not exist"
-    dashboard_must_refuse(k8s, namespace, rc, timeouts.short, what="a request without the token")
-    serve_service_must_answer(k8s, namespace, obj, timeouts.medium, body=f"v1 from {cluster}")
+    cluster = ctx.raycluster(active)
+    assert cluster.get() is not None, f"the RayService's active RayCluster {active} does not exist"
+    cluster.dashboard_must_refuse(what="a request without the token")
+    serve_service_must_answer(ctx.k8s, ctx.namespace, obj, ctx.timeouts.pods, body=f"v1 from {active}")

@@ -3,11 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import new_head_must_be_ready, workers_must_be_running_and_ready
 from rayconformance.fixtures.expect.workloads import describe_pods
-
-from .helpers import create_provisioned
 
 
 def revision(pod) -> str | None:
@@ -16,26 +12,24 @@ def revision(pod) -> str | None:
 
 
 @pytest.mark.feature("RayClusterUpgradeStrategyRecreate")
-def test_recreate_replaces_all_pods_on_template_change(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("raycluster-recreate")
+def test_recreate_replaces_all_pods_on_template_change(ctx):
     """With upgradeStrategy Recreate, changing the RayCluster's Pod templates (an environment variable of the head
     and of the workers) deletes all its Pods and creates new ones from the new templates: a new head and a new
     worker, Running and Ready, none of the old Pods left."""
-    body = ray.sample("raycluster-recreate", ray_version)
-    name = body["metadata"]["name"]
-    rc, _ = create_provisioned(k8s, namespace, body, timeouts.long)
-    old = ray.cluster_pods(k8s, namespace, name)
-    old_uids = {p.metadata.uid for p in old}
-    old_head = next(p for p in old if p.metadata.labels.get("ray.io/node-type") == "head")
+    cluster = ctx.create_raycluster("raycluster-recreate")
+    cluster.must_be_provisioned()
+    old_uids = {p.metadata.uid for p in cluster.pods()}
+    old_head = cluster.head_pod()
 
-    spec = rc.get(name)["spec"]
+    spec = cluster.get()["spec"]
     for template in [spec["headGroupSpec"]["template"]] + [g["template"] for g in spec["workerGroupSpecs"]]:
         template["spec"]["containers"][0]["env"] = [{"name": "CONFORMANCE_REVISION", "value": "2"}]
-    rc.patch(name, {"spec": {"headGroupSpec": spec["headGroupSpec"], "workerGroupSpecs": spec["workerGroupSpecs"]}})
+    cluster.patch({"spec": {"headGroupSpec": spec["headGroupSpec"], "workerGroupSpecs": spec["workerGroupSpecs"]}})
 
-    head = new_head_must_be_ready(k8s, namespace, name, old_head.metadata.uid, timeouts.long)
-    workers = workers_must_be_running_and_ready(k8s, namespace, name, 1, timeouts.long,
-                                                what="the worker to be recreated from the changed template")
-    pods = ray.cluster_pods(k8s, namespace, name)
+    head = cluster.new_head_must_be_ready(old_head.metadata.uid, ctx.timeouts.long)
+    workers = cluster.workers_must_be_running_and_ready(1, what="the worker to be recreated from the changed template")
+    pods = cluster.pods()
     kept = [p.metadata.name for p in pods if p.metadata.uid in old_uids]
     assert not kept, \
         f"upgradeStrategy Recreate must replace every Pod after a template change; still there: {kept} ({describe_pods(pods)})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect import raycluster, rayjob, rayservice
+from rayconformance.fixtures.expect import raycluster, raycluster_ray, rayjob, rayservice
 from rayconformance.fixtures.expect.conditions import condition, condition_must_be, describe_conditions, has_condition
 
 CLUSTER = {"kind": "RayCluster", "metadata": {"name": "rc"}, "status": {"conditions": [
@@ -142,10 +142,10 @@ def answers(monkeypatch, *seq):
 def test_dashboard_must_refuse_waits_for_an_answer_then_wants_a_refusal(monkeypatch):
     sent = answers(monkeypatch, (503, "no endpoints available"), (0, "ConnectionResetError"),
                    (401, "Unauthorized: Missing authentication token"))
-    code, _ = raycluster.dashboard_must_refuse(None, "ns", HEADED, 5, what="a request without the token")
+    code, _ = raycluster_ray.dashboard_must_refuse(None, "ns", HEADED, 5, what="a request without the token")
     assert code == 401 and len(sent) == 3 and sent[0][:2] == ("auth-head-svc", "dashboard") and sent[0][3] is None
     sent = answers(monkeypatch, (403, "Forbidden: Invalid authentication token"))
-    assert raycluster.dashboard_must_refuse(None, "ns", HEADED, 5, token="wrong", what="x")[0] == 403
+    assert raycluster_ray.dashboard_must_refuse(None, "ns", HEADED, 5, token="wrong", what="x")[0] == 403
     assert sent[0][3] == {"X-Ray-Authorization": "Bearer wrong"}
 
 
@@ -154,16 +154,16 @@ def test_dashboard_must_refuse_names_an_accepted_request(monkeypatch):
     with pytest.raises(AssertionError, match=r"Ray's dashboard \(head Service auth-head-svc of auth\) must refuse a "
                                              r"request without the token \(HTTP 401 or 403\); observed HTTP 200: "
                                              r"'\{\"result\": true\}'"):
-        raycluster.dashboard_must_refuse(None, "ns", HEADED, 5, what="a request without the token")
+        raycluster_ray.dashboard_must_refuse(None, "ns", HEADED, 5, what="a request without the token")
 
 
 def test_dashboard_must_refuse_times_out_naming_the_last_answer(monkeypatch):
     answers(monkeypatch, (503, "no endpoints available for service"))
     with pytest.raises(AssertionError, match=r"waiting for Ray's dashboard \(head Service auth-head-svc of auth\) to "
                                              r"answer x; last observed: HTTP 503: 'no endpoints"):
-        raycluster.dashboard_must_refuse(None, "ns", HEADED, 0.05, what="x")
+        raycluster_ray.dashboard_must_refuse(None, "ns", HEADED, 0.05, what="x")
     with pytest.raises(AssertionError, match="names no head Service"):
-        raycluster.dashboard_must_refuse(None, "ns", {"metadata": {"name": "auth"}}, 1, what="x")
+        raycluster_ray.dashboard_must_refuse(None, "ns", {"metadata": {"name": "auth"}}, 1, what="x")
 
 
 def secrets_read(monkeypatch, *seq):
@@ -182,13 +182,13 @@ def secrets_read(monkeypatch, *seq):
                 raise ApiException(status=404, reason="Not Found")
             return s
 
-    monkeypatch.setattr(raycluster.client, "CoreV1Api", Core)
+    monkeypatch.setattr(raycluster_ray.client, "CoreV1Api", Core)
 
 
 def test_auth_secret_must_hold_token(monkeypatch):
     good = secret({"auth_token": "czNjcmV0"})  # s3cret
     secrets_read(monkeypatch, None, secret({}), good)
-    assert raycluster.auth_secret_must_hold_token(None, "ns", "auth", 5) == "s3cret"
+    assert raycluster_ray.auth_secret_must_hold_token(None, "ns", "auth", 5) == "s3cret"
 
 
 def test_auth_secret_must_hold_token_names_what_it_found(monkeypatch):
@@ -196,11 +196,11 @@ def test_auth_secret_must_hold_token_names_what_it_found(monkeypatch):
     with pytest.raises(AssertionError, match=r"waiting for the operator to create Secret auth holding the cluster's "
                                              r"auth token under 'auth_token', owned by RayCluster auth; last "
                                              r"observed: no such Secret"):
-        raycluster.auth_secret_must_hold_token(None, "ns", "auth", 0.05)
+        raycluster_ray.auth_secret_must_hold_token(None, "ns", "auth", 0.05)
     secrets_read(monkeypatch, secret({"auth_token": "czNjcmV0"}, owners=()))
     with pytest.raises(AssertionError, match=r"observed: Secret auth with data keys \['auth_token'\] \(a non-empty "
                                              r"token under 'auth_token'\), owners none \(expected RayCluster/auth\)"):
-        raycluster.auth_secret_must_hold_token(None, "ns", "auth", 0.05)
+        raycluster_ray.auth_secret_must_hold_token(None, "ns", "auth", 0.05)
 
 
 def test_alive_ray_nodes_asks_with_the_token(monkeypatch):
@@ -212,4 +212,4 @@ def test_alive_ray_nodes_asks_with_the_token(monkeypatch):
     answers(monkeypatch, (401, "Unauthorized: Missing authentication token"))
     with pytest.raises(AssertionError, match=r"asked with the cluster's auth token, to list 2 alive node\(s\); last "
                                              r"observed: dashboard HTTP 401: Unauthorized"):
-        raycluster.ray_must_list_alive_nodes(None, "ns", HEADED, 2, 0.05, token="t")
+        raycluster_ray.ray_must_list_alive_nodes(None, "ns", HEADED, 2, 0.05, token="t")
