@@ -5,7 +5,6 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import rayjob_must_be_left_alone, rayjob_must_be_suspended
 
 
 def rejection(call) -> tuple[int, str] | None:
@@ -19,36 +18,36 @@ def rejection(call) -> tuple[int, str] | None:
 
 
 @pytest.mark.feature("RayJobManagedBy")
-def test_rayjob_managed_elsewhere_is_left_alone(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("rayjob-managed-by", "rayjob-basic")
+def test_rayjob_managed_elsewhere_is_left_alone(ctx):
     """A RayJob whose spec.managedBy names another controller (MultiKueue) is left alone: it gets no status, no
     finalizer, no RayCluster and no Job, while the operator does handle a RayJob of its own beside it (created
     suspended, that one reports Suspended). Its spec.managedBy cannot be changed afterwards, and a RayJob naming a
     manager that is neither the operator nor MultiKueue is refused."""
-    rj = ray.RayResources(k8s, namespace, "RayJob")
-    body = ray.sample("rayjob-managed-by", ray_version)
-    name, manager = body["metadata"]["name"], body["spec"]["managedBy"]
-    rj.create(body)
-    witness = ray.sample("rayjob-basic", ray_version)  # the operator's own, created suspended: it makes nothing
+    body = ctx.sample("rayjob-managed-by")
+    manager = body["spec"]["managedBy"]
+    job = ctx.create_rayjob(body)
+    witness = ctx.sample("rayjob-basic")  # the operator's own, created suspended: it makes nothing
     witness["spec"]["suspend"] = True
-    rj.create(witness)
 
     # step 1: the operator is at work in this namespace: it handled its own RayJob
-    rayjob_must_be_suspended(k8s, namespace, witness["metadata"]["name"], timeouts.medium)
+    ctx.create_rayjob(witness).must_be_suspended()
 
     # step 2: it leaves the other controller's RayJob alone
-    rayjob_must_be_left_alone(k8s, namespace, name, 15, why=f"spec.managedBy={manager}")
+    job.must_be_left_alone(15, why=f"spec.managedBy={manager}")
 
     # step 3: spec.managedBy cannot be changed afterwards
-    refused = rejection(lambda: rj.patch(name, {"spec": {"managedBy": "ray.io/kuberay-operator"}}))
-    after = (rj.get(name) or {}).get("spec", {}).get("managedBy")
+    refused = rejection(lambda: job.patch({"spec": {"managedBy": "ray.io/kuberay-operator"}}))
+    after = (job.get() or {}).get("spec", {}).get("managedBy")
     assert refused and refused[0] == 422 and after == manager, \
-        (f"expected changing spec.managedBy of RayJob {name} from {manager} to ray.io/kuberay-operator to be refused "
-         f"(HTTP 422, immutable field); observed {'acceptance' if not refused else refused}, managedBy now {after!r}")
+        (f"expected changing spec.managedBy of RayJob {job.name} from {manager} to ray.io/kuberay-operator to be "
+         f"refused (HTTP 422, immutable field); observed {'acceptance' if not refused else refused}, managedBy now "
+         f"{after!r}")
 
     # step 4: an unknown manager is refused
-    other = ray.sample("rayjob-managed-by", ray_version)
+    other = ctx.sample("rayjob-managed-by")
     other["metadata"]["name"], other["spec"]["managedBy"] = "unknown-manager", "example.com/not-a-ray-operator"
-    refused = rejection(lambda: rj.create(other))
+    refused = rejection(lambda: ctx.create_rayjob(other))
     assert refused and refused[0] == 422, \
         (f"expected a RayJob with spec.managedBy=example.com/not-a-ray-operator to be refused (HTTP 422); observed "
          f"{'it created' if not refused else refused}")

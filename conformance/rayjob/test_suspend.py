@@ -4,45 +4,40 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import rayjob_must_be_running, rayjob_must_be_suspended, rayjob_must_finish
-
-from .helpers import submitter_jobs
 
 
-def ray_cluster_names(k8s, namespace: str) -> list[str]:
-    return [c["metadata"]["name"] for c in ray.RayResources(k8s, namespace, "RayCluster").list()]
+def ray_cluster_names(ctx) -> list[str]:
+    return [c["metadata"]["name"] for c in ctx.resources("RayCluster").list()]
 
 
 @pytest.mark.feature("RayJobSuspend")
-def test_created_suspended_then_resumed(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("rayjob-basic")
+def test_created_suspended_then_resumed(ctx):
     """A RayJob created suspended reports Suspended and creates neither a RayCluster nor a submitter Job;
     once resumed it runs to jobStatus SUCCEEDED."""
-    rj = ray.RayResources(k8s, namespace, "RayJob")
-    body = ray.sample("rayjob-basic", ray_version)
+    body = ctx.sample("rayjob-basic")
     body["spec"]["suspend"] = True
-    name = body["metadata"]["name"]
-    rj.create(body)
-    rayjob_must_be_suspended(k8s, namespace, name, timeouts.medium)
-    assert not ray_cluster_names(k8s, namespace), \
-        f"a suspended RayJob must not create a RayCluster; found {ray_cluster_names(k8s, namespace)}"
-    assert not submitter_jobs(k8s, namespace, name), "a suspended RayJob must not create a submitter Job"
+    job = ctx.create_rayjob(body)
+    job.must_be_suspended()
+    assert not ray_cluster_names(ctx), \
+        f"a suspended RayJob must not create a RayCluster; found {ray_cluster_names(ctx)}"
+    assert not job.submitter_jobs(), "a suspended RayJob must not create a submitter Job"
 
-    rj.patch(name, {"spec": {"suspend": False}})
-    rayjob_must_finish(k8s, namespace, name, timeouts.long, job_status="SUCCEEDED", when="once resumed")
+    job.patch({"spec": {"suspend": False}})
+    job.must_finish(job_status="SUCCEEDED", when="once resumed")
 
 
 @pytest.mark.feature("RayJobSuspend")
-def test_suspending_running_job_tears_down_cluster(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("rayjob-basic")
+def test_suspending_running_job_tears_down_cluster(ctx):
     """Suspending a running RayJob brings it to Suspended and deletes its RayCluster and its submitter Job."""
-    rj = ray.RayResources(k8s, namespace, "RayJob")
-    body = ray.sample("rayjob-basic", ray_version)
+    body = ctx.sample("rayjob-basic")
     body["spec"]["entrypoint"] = "python -c \"import time; [time.sleep(1) for _ in range(600)]\""
-    name = body["metadata"]["name"]
-    rj.create(body)
-    cluster = ray.status(rayjob_must_be_running(k8s, namespace, name, timeouts.long))["rayClusterName"]
+    job = ctx.create_rayjob(body)
+    cluster = ray.status(job.must_be_running())["rayClusterName"]
 
-    rj.patch(name, {"spec": {"suspend": True}})
-    rayjob_must_be_suspended(k8s, namespace, name, timeouts.long)
-    assert cluster not in ray_cluster_names(k8s, namespace), \
+    job.patch({"spec": {"suspend": True}})
+    job.must_be_suspended(ctx.timeouts.long)
+    assert cluster not in ray_cluster_names(ctx), \
         f"suspending a running RayJob must delete its RayCluster {cluster}"
-    assert not submitter_jobs(k8s, namespace, name), "suspending a running RayJob must delete its submitter Job"
+    assert not job.submitter_jobs(), "suspending a running RayJob must delete its submitter Job"
