@@ -2,22 +2,23 @@
 operator swapped for an earlier release (per `operatorUpgradeFrom`) for the operator-upgrade test."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import pytest
 
 from rayconformance.fixtures import gateway as gw
-from rayconformance.fixtures import ray
 
 
 @pytest.fixture(scope="session")
-def gateway(k8s, operator, provider, timeouts, conformance_options):
+def gateway(k8s, operator, timeouts, conformance_options):
     """`gateway()` installs a real Gateway implementation (Traefik) on first use in this session and returns
     its GatewayInfo. Called from the test body, so a cluster without the Gateway API fails the test that
-    needs it (naming what is missing) instead of erroring in setup."""
+    needs it (naming what is missing) instead of erroring in setup. Its images are prepared before the first
+    test (the fixture declares its sample, fixtures.context.FIXTURE_SAMPLES)."""
     installed = []
 
     def get() -> gw.GatewayInfo:
         if not installed:
-            provider.prepare_images(ray.load_sample(gw.SAMPLE))  # e.g. the local bed builds Traefik on first use
             (conformance_options.run_dir / gw.INSTALLED_MARKER).touch()  # the run's teardown removes it
             installed.append(gw.install(k8s, timeouts.medium))
         return installed[0]
@@ -47,17 +48,31 @@ def upgrade_source():
     return None
 
 
+class ReleaseSwapFrom(NamedTuple):
+    """The swap of the operator under test (fixtures.operator.ReleaseSwap) and the profile of the earlier release
+    it is upgraded from."""
+    swap: object
+    previous: object
+
+
 @pytest.fixture
-def operator_release_swap(k8s, operator, provider, cluster, conformance_options):
-    """Swaps the operator under test for an earlier release and back (fixtures/operator/release_swap.py); whatever the
-    test did, the session's operator install is back in place when it is over. None when the suite did not
-    install the operator (nothing to swap back to)."""
+def operator_release_swap(k8s, operator, provider, cluster, conformance_options, upgrade_source):
+    """Swaps the operator under test for the earlier release `upgrade_source` and back: a ReleaseSwapFrom. Whatever
+    the test did, the session's operator install is back in place when it is over. Skips the test when the profile
+    names no release to upgrade from, or when the suite did not install the operator (nothing to swap back to)."""
+    from rayconformance.fixtures import profiles
     from rayconformance.fixtures.operator.release_swap import ReleaseSwap
 
+    if upgrade_source is None:
+        pytest.skip(f"operator profile {operator.profile.name} names no operatorUpgradeFrom (the release it is "
+                    f"upgraded from)")
     swap = ReleaseSwap.for_session(k8s, provider, cluster.provider, operator.profile, conformance_options.run_dir,
                                    conformance_options.timeout_scale)
+    if swap is None:
+        pytest.skip("the suite did not install the operator (no install section for this provider), so it cannot "
+                    "put an earlier release in its place")
+    previous = profiles.load(str(profiles.upgrade_source(operator.profile.path, upgrade_source)))
     try:
-        yield swap
+        yield ReleaseSwapFrom(swap, previous)
     finally:
-        if swap is not None:
-            swap.restore()
+        swap.restore()

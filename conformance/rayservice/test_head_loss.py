@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from kubernetes import client
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import (new_head_must_be_ready, ray_must_list_alive_nodes,
-                                                       worker_pods_now, workers_must_be_kept)
-from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, head_must_be_labeled_serving,
-                                                       serve_endpoints_must_be, serve_service_must_answer)
+from rayconformance.fixtures.context import Context
+from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
+from rayconformance.fixtures.expect.rayservice_history import no_raycluster_must_be_created
+from rayconformance.fixtures.handles.rayservice import RayService
 from rayconformance.fixtures.traffic import answered, summary
 
-from .helpers import (ObjectWatch, deploy, elapsed, final_stats, no_raycluster_must_be_created,
-                      rayservice_must_have_stayed_ready, rayservice_must_serve_again_from, start_traffic)
+from .helpers import deploy, greeter
 
 APP = "greeter"
 
@@ -25,119 +22,113 @@ APP = "greeter"
 # 1121 requests refused); run alone (s8-gcsft-alone) no request failed. The bar stays 0 failed requests.
 @pytest.mark.serial  # losing a head Pod must not compete with other tests for the CPU
 @pytest.mark.feature("RayServiceHeadLossWithGCSFT", "RayClusterGCSFaultTolerance")
-def test_gcs_ft_head_loss_drops_no_request(k8s, namespace, ray_version, timeouts, redis, measure):
+@pytest.mark.samples("rayservice-greeter", "rayservice-greeter-ft", "loadgen")
+def test_gcs_ft_head_loss_drops_no_request(ctx, redis):
     """With GCS fault tolerance (external Redis) and the head kept out of the serve Service, losing the active
     RayCluster's head Pod while no upgrade is going on costs no request: the RayService stays Ready on the same
     RayCluster (no pending or new one), its worker keeps answering and is neither replaced nor restarted, a new head
     Pod comes up, Ray lists the new head and the same worker as alive, and the Serve application is RUNNING again."""
-    greeter = ray.load_sample("rayservice-greeter", ray_version)
-    docs = [d for d in greeter if d["kind"] == "ConfigMap"] + ray.load_sample("rayservice-greeter-ft", ray_version)
-    _, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
-    name, (cluster, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
-    heads = ray.cluster_pods(k8s, namespace, cluster, "head")
-    assert len(heads) == 1, f"expected one head Pod in the active RayCluster {cluster}, observed {len(heads)}"
-    workers = worker_pods_now(k8s, namespace, cluster)
-    gen = start_traffic(k8s, namespace, obj, timeouts)
+    service, obj = deploy(ctx, greeter(ctx, "rayservice-greeter-ft"))
+    cluster = ctx.raycluster(active_and_pending_clusters(obj)[0])
+    heads = cluster.pods("head")
+    assert len(heads) == 1, f"expected one head Pod in the active RayCluster {cluster.name}, observed {len(heads)}"
+    workers = cluster.worker_pods_now()
+    gen = service.start_traffic()
 
-    with ObjectWatch(k8s, namespace, "rayservices", name) as service, \
-            ObjectWatch(k8s, namespace, "rayclusters") as clusters:
+    with service.watch() as watch, ctx.watch("RayCluster") as clusters:
         # step 1: the active head Pod is lost (no upgrade going on)
         before = gen.stats()
         lost_at = (before or {}).get("elapsed")
         assert lost_at is not None, "could not read the load generator's clock before deleting the head"
-        measure("head_loss.head_deleted_at_s", lost_at)
-        client.CoreV1Api(k8s).delete_namespaced_pod(heads[0].metadata.name, namespace, grace_period_seconds=0)
+        ctx.measure("head_loss.head_deleted_at_s", lost_at)
+        cluster.delete_pod(heads[0])
 
         # step 2: a new head Pod comes up in the same RayCluster
-        new_head_must_be_ready(k8s, namespace, cluster, heads[0].metadata.uid, timeouts.medium)
+        cluster.new_head_must_be_ready(heads[0].metadata.uid)
         while_lost = gen.stats()
-        measure("head_loss.new_head_ready_at_s", (while_lost or {}).get("elapsed"))
+        ctx.measure("head_loss.new_head_ready_at_s", (while_lost or {}).get("elapsed"))
 
         # step 3: the RayService serves again from the same RayCluster, its application RUNNING
-        rayservice_must_serve_again_from(service, k8s, namespace, name, cluster, APP, timeouts.medium,
-                                         after="the loss of its head Pod")
-        measure("head_loss.serving_again_at_s", elapsed(gen))
+        service.must_serve_again_from(watch, cluster.name, APP, after="the loss of its head Pod")
+        ctx.measure("head_loss.serving_again_at_s", gen.elapsed())
 
         # step 4: Ray lists the new head and the worker as alive: the worker joined the new head
-        ray_must_list_alive_nodes(k8s, namespace, ray.RayResources(k8s, namespace, "RayCluster").get(cluster),
-                                  1 + len(workers), timeouts.medium)
-        measure("head_loss.nodes_alive_at_s", elapsed(gen))
+        cluster.ray_must_list_alive_nodes(1 + len(workers))
+        ctx.measure("head_loss.nodes_alive_at_s", gen.elapsed())
 
         # step 5: the worker Pod that served meanwhile is the same Pod, not restarted
-        workers_must_be_kept(k8s, namespace, cluster, workers, through="the loss of the head")
+        cluster.workers_must_be_kept(workers, through="the loss of the head")
 
         # step 6: the RayService never reported itself not Ready
-        rayservice_must_have_stayed_ready(service, name, through="the loss of its head Pod")
+        service.must_have_stayed_ready(watch, through="the loss of its head Pod")
 
         # step 7: no RayCluster was created
         no_raycluster_must_be_created(clusters, through="the loss of the head Pod (no upgrade going on)")
 
     # step 8: requests were answered while the head was gone
-    stats = final_stats(gen, measure)
+    stats = service.stop_traffic(gen)
     meanwhile = answered(while_lost) - answered(before)
-    measure("head_loss.answered_while_head_lost", meanwhile)
+    ctx.measure("head_loss.answered_while_head_lost", meanwhile)
     assert meanwhile > 0, \
         (f"expected answers through the serve Service while the head was gone (from {lost_at}s until the new head "
          f"was Ready at {(while_lost or {}).get('elapsed')}s), observed none: {summary(stats)}")
 
     # step 9: and no request failed
-    unready = readiness_failures(k8s, namespace, [name for name, _ in workers.values()])
-    measure("head_loss.worker_readiness_failures", unready)
+    unready = readiness_failures(ctx, [name for name, _ in workers.values()])
+    ctx.measure("head_loss.worker_readiness_failures", unready)
     assert stats["failures"] == 0, \
         (f"with GCS fault tolerance, losing the head Pod (at {lost_at}s) must not fail requests; observed "
          f"{stats['failures']} failed: {summary(stats)}; the worker's readiness failures: {unready or 'none'}")
 
 
-def readiness_failures(k8s, namespace: str, pods: list[str]) -> list[str]:
+def readiness_failures(ctx: Context, pods: list[str]) -> list[str]:
     """The distinct messages of the Unhealthy events of the Pods named `pods` (why a probe failed), oldest first."""
     names = set(pods)
-    events = client.CoreV1Api(k8s).list_namespaced_event(namespace, field_selector="reason=Unhealthy").items
+    events = ctx.core.list_namespaced_event(ctx.namespace, field_selector="reason=Unhealthy").items
     events.sort(key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
     return list(dict.fromkeys(f"{e.involved_object.name}: {e.message}" for e in events
                               if e.involved_object.name in names))
 
 
 @pytest.mark.feature("RayServiceHeadLossRedeploy")
-def test_head_loss_without_ft_redeploys_the_applications(k8s, namespace, ray_version, timeouts, measure):
+@pytest.mark.samples("rayservice-greeter")
+def test_head_loss_without_ft_redeploys_the_applications(ctx):
     """Without GCS fault tolerance, a RayService whose active head Pod is lost while no upgrade is going on gets its
     Serve application back: a new head Pod comes up in the same RayCluster, the operator finds that head without
     the application and submits it again, the RayService reports Ready with the application RUNNING on that same
     RayCluster (no pending or new one), and the serve Service answers from the new head."""
-    _, obj = deploy(k8s, namespace, ray_version, timeouts)
-    name, (cluster, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
-    heads = ray.cluster_pods(k8s, namespace, cluster, "head")
-    assert len(heads) == 1, f"expected one head Pod in the active RayCluster {cluster}, observed {len(heads)}"
+    service, obj = deploy(ctx)
+    cluster = ctx.raycluster(active_and_pending_clusters(obj)[0])
+    heads = cluster.pods("head")
+    assert len(heads) == 1, f"expected one head Pod in the active RayCluster {cluster.name}, observed {len(heads)}"
 
-    with ObjectWatch(k8s, namespace, "rayservices", name) as service, \
-            ObjectWatch(k8s, namespace, "rayclusters") as clusters:
+    with service.watch() as watch, ctx.watch("RayCluster") as clusters:
         # step 1: the active head Pod, which runs the only Serve replica, is lost
-        client.CoreV1Api(k8s).delete_namespaced_pod(heads[0].metadata.name, namespace, grace_period_seconds=0)
+        cluster.delete_pod(heads[0])
 
         # step 2: a new head Pod comes up in the same RayCluster
-        new_head = new_head_must_be_ready(k8s, namespace, cluster, heads[0].metadata.uid, timeouts.medium)
-        measure("head_loss.new_head_ready_at_s", service.now())
+        new_head = cluster.new_head_must_be_ready(heads[0].metadata.uid)
+        ctx.measure("head_loss.new_head_ready_at_s", watch.now())
 
         # step 3: the serve Service answers again: the application was submitted again to the new head
-        serve_service_must_answer(k8s, namespace, obj, timeouts.long, body=f"v1 from {cluster}")
-        measure("head_loss.answering_again_at_s", service.now())
+        service.serve_service_must_answer(ctx.timeouts.long, body=f"v1 from {cluster.name}")
+        ctx.measure("head_loss.answering_again_at_s", watch.now())
 
         # step 4: the RayService reports Ready with the application RUNNING, still on the same RayCluster
-        rayservice_must_serve_again_from(service, k8s, namespace, name, cluster, APP, timeouts.medium,
-                                         after="the loss of its head Pod")
-        alive = [p.metadata.name for p in ray.cluster_pods(k8s, namespace, cluster, "head")
-                 if p.metadata.deletion_timestamp is None]
+        service.must_serve_again_from(watch, cluster.name, APP, after="the loss of its head Pod")
+        alive = [p.metadata.name for p in cluster.pods("head") if p.metadata.deletion_timestamp is None]
         assert alive == [new_head.metadata.name], \
-            f"expected the new head {new_head.metadata.name} to be the only head of {cluster}, observed {alive}"
+            f"expected the new head {new_head.metadata.name} to be the only head of {cluster.name}, observed {alive}"
 
         # step 5: no RayCluster was created
         no_raycluster_must_be_created(clusters, through="the loss of the head Pod (no upgrade going on)")
 
 
-def _place_replica(rs: ray.RayResources, obj: dict, actor_options: dict) -> dict:
+def _place_replica(service: RayService, obj: dict, actor_options: dict) -> dict:
     """Patch serveConfigV2 in place: the Greeter replica with `actor_options` (where Ray may place it)."""
     cfg = yaml.safe_load(obj["spec"]["serveConfigV2"])
     cfg["applications"][0]["deployments"][0]["ray_actor_options"] = actor_options
-    return rs.patch(obj["metadata"]["name"], {"spec": {"serveConfigV2": yaml.safe_dump(cfg)}})
+    return service.patch({"spec": {"serveConfigV2": yaml.safe_dump(cfg)}})
 
 
 ON_THE_WORKER = {"num_cpus": 0.1}  # the head has no CPUs
@@ -145,38 +136,32 @@ ON_THE_HEAD = {"num_cpus": 0, "resources": {"node:__internal_head__": 0.001}}  #
 
 
 @pytest.mark.feature("RayServiceServeEndpoints")
-def test_serve_service_routes_only_to_healthy_proxies(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("rayservice-greeter", "rayservice-greeter-endpoints")
+def test_serve_service_routes_only_to_healthy_proxies(ctx):
     """A RayService's serve Service routes only to the Ray Pods whose Serve proxy works: the head once the operator
     has labeled it `ray.io/serve: "true"` (its proxy answers), and a worker while its readiness probe, which asks
     the worker's Serve proxy, passes. When the worker's proxy goes away (Serve stops it once no replica runs there)
     the worker drops out of the Service, which keeps answering from the head; when a replica runs there again, the
     worker is back."""
-    greeter = ray.load_sample("rayservice-greeter", ray_version)
-    docs = [d for d in greeter if d["kind"] == "ConfigMap"] + ray.load_sample("rayservice-greeter-endpoints",
-                                                                              ray_version)
-    rs, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
+    service, obj = deploy(ctx, greeter(ctx, "rayservice-greeter-endpoints"))
     cluster, _ = active_and_pending_clusters(obj)
-    workers = ray.cluster_pods(k8s, namespace, cluster, "worker")
+    workers = ctx.raycluster(cluster).pods("worker")
     assert len(workers) == 1, f"expected one worker Pod in {cluster}, observed {len(workers)}"
     worker = workers[0].metadata.name
 
     # step 1: the head's proxy answers, and the operator labels the head as serving
-    head = head_must_be_labeled_serving(k8s, namespace, cluster, "true", timeouts.medium,
-                                        why="its Serve proxy answers").metadata.name
+    head = service.head_must_be_labeled_serving(cluster, "true", why="its Serve proxy answers").metadata.name
 
     # step 2: the serve Service routes to the head and to the worker (which runs the replica)
-    serve_endpoints_must_be(k8s, namespace, obj, cluster, [head, worker], timeouts.medium,
-                            why="both run a working Serve proxy")
+    service.serve_endpoints_must_be(cluster, [head, worker], why="both run a working Serve proxy")
 
     # step 3: the replica moves to the head; the worker's proxy goes away and the worker drops out
-    obj = _place_replica(rs, obj, ON_THE_HEAD)
-    serve_endpoints_must_be(k8s, namespace, obj, cluster, [head], timeouts.medium,
-                            why="the worker runs no replica, so Serve stops its proxy")
+    obj = _place_replica(service, obj, ON_THE_HEAD)
+    service.serve_endpoints_must_be(cluster, [head], why="the worker runs no replica, so Serve stops its proxy")
 
     # step 4: the serve Service still answers, from the head
-    serve_service_must_answer(k8s, namespace, obj, timeouts.short, body=f"v1 from {cluster}")
+    service.serve_service_must_answer(ctx.timeouts.short, body=f"v1 from {cluster}")
 
     # step 5: the replica moves back; the worker's proxy is back and so is the worker
-    obj = _place_replica(rs, obj, ON_THE_WORKER)
-    serve_endpoints_must_be(k8s, namespace, obj, cluster, [head, worker], timeouts.medium,
-                            why="the worker runs the replica again, with a Serve proxy")
+    obj = _place_replica(service, obj, ON_THE_WORKER)
+    service.serve_endpoints_must_be(cluster, [head, worker], why="the worker runs the replica again, with a Serve proxy")

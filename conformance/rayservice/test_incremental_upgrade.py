@@ -7,26 +7,23 @@ import copy
 import datetime as dt
 
 import pytest
-from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.conditions import condition, has_condition
-from rayconformance.fixtures.expect.gateway import gateway_must_be_programmed
-from rayconformance.fixtures.expect.raycluster import raycluster_must_be_gone
-from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, describe_rayservice,
-                                                       has_switched_from, rayservice_must_have_condition)
-from rayconformance.fixtures.expect.traffic import answers_must_come_from
+from rayconformance.fixtures.context import Context
+from rayconformance.fixtures.expect.conditions import condition
+from rayconformance.fixtures.expect.incremental import traffic
+from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
+from rayconformance.fixtures.expect.traffic import answers_must_come_from, load_generator_must_get_more_answers
 from rayconformance.fixtures.traffic import answered, summary
-from rayconformance.fixtures.waiting import wait_until
 
-from .helpers import ObjectWatch, deploy, distinct_states, elapsed, final_stats, start_traffic, trigger_upgrade
+from .helpers import deploy, greeter
 
 STEP, INTERVAL, SURGE = 25, 10, 50
 
 
-def incremental_service(ray_version: str, class_name: str) -> list[dict]:
-    docs = ray.load_sample("rayservice-greeter", ray_version)
+def incremental_service(ctx: Context, class_name: str) -> list[dict]:
+    """The greeter upgraded incrementally through the Gateway class `class_name`, with the Ray autoscaler on."""
+    docs = greeter(ctx)
     rs = next(d for d in docs if d["kind"] == "RayService")
     rs["spec"]["upgradeStrategy"] = {"type": "NewClusterWithIncrementalUpgrade", "clusterUpgradeOptions": {
         "maxSurgePercent": SURGE, "stepSizePercent": STEP, "intervalSeconds": INTERVAL, "gatewayClassName": class_name}}
@@ -45,41 +42,26 @@ def incremental_service(ray_version: str, class_name: str) -> list[dict]:
     return docs
 
 
-def traffic(obj: dict, side: str) -> tuple[int | None, int | None, str | None]:
-    s = ray.status(obj).get(side) or {}
-    return s.get("trafficRoutedPercent"), s.get("targetCapacity"), s.get("lastTrafficMigratedTime")
-
-
 @pytest.mark.feature("RayServiceIncrementalUpgrade")
-def test_traffic_shifts_in_steps_without_failures(k8s, namespace, ray_version, timeouts, gateway, measure):
+@pytest.mark.samples("rayservice-greeter", "loadgen")
+def test_traffic_shifts_in_steps_without_failures(ctx, gateway):
     """An incremental upgrade through a Gateway moves traffic to the new RayCluster only upward, in steps of
     stepSizePercent (several intermediate ones), at most every intervalSeconds; both clusters answer along
     the way, and no request fails."""
     gateway_class = gateway()
-    docs = incremental_service(ray_version, gateway_class.class_name)
-    rs, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
-    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
-    gateway_must_be_programmed(k8s, namespace, f"{name}-gateway", timeouts.medium)
+    service, obj = deploy(ctx, incremental_service(ctx, gateway_class.class_name))
+    old, _ = active_and_pending_clusters(obj)
+    service.gateway_must_be_programmed()
 
-    gen = start_traffic(k8s, namespace, obj, timeouts, url=gateway_class.url)
+    gen = service.start_traffic(url=gateway_class.url)
 
-    trigger_upgrade(rs, obj, "incremental")
-    seen: list[tuple] = []  # (pending traffic, pending capacity, pending lastTrafficMigratedTime)
-
-    def record_step(o: dict | None) -> dict | None:
-        if active_and_pending_clusters(o)[1]:
-            t = traffic(o, "pendingServiceStatus")
-            if not seen or seen[-1] != t:
-                seen.append(t)
-        return o
-
-    obj = wait_until(lambda: record_step(rs.get(name)), lambda o: has_switched_from(o, old),
-                     "the incremental upgrade to complete", timeouts.long, interval=0.5,
-                     render=lambda o: f"{describe_rayservice(o)}; steps seen {seen}; traffic {summary(gen.stats())}")
+    service.trigger_upgrade("incremental")
+    # seen: (pending traffic, pending capacity, pending lastTrafficMigratedTime) as they changed
+    obj, seen = service.incremental_upgrade_must_complete(old, gen)
     new, _ = active_and_pending_clusters(obj)
-    answers_must_come_from(gen, new, timeouts.medium)
-    stats = final_stats(gen, measure)
-    measure("incremental.steps", [list(t) for t in seen])
+    answers_must_come_from(gen, new, ctx.timeouts.medium)
+    stats = service.stop_traffic(gen)
+    ctx.measure("incremental.steps", [list(t) for t in seen])
 
     routed = [t[0] for t in seen if t[0] is not None]
     assert routed == sorted(routed), f"traffic to the new cluster must only grow: {routed}"
@@ -100,71 +82,48 @@ def answer_counts(stats: dict | None, cluster: str) -> int:
 
 
 @pytest.mark.feature("RayServiceIncrementalRollback")
-def test_reverting_the_spec_mid_upgrade_rolls_traffic_back(k8s, namespace, ray_version, timeouts, gateway, measure):
+@pytest.mark.samples("rayservice-greeter", "loadgen")
+def test_reverting_the_spec_mid_upgrade_rolls_traffic_back(ctx, gateway):
     """Reverting a RayService's cluster spec while an incremental upgrade has moved part of the traffic to the new
     RayCluster rolls the upgrade back: the RayService reports RollbackInProgress=True, traffic returns to the
     original RayCluster, which stays the active one, the new RayCluster is deleted, the upgrade ends
     (UpgradeInProgress=False, no pending cluster), later answers all come from the original cluster, and no
     request fails."""
     gateway_class = gateway()
-    docs = incremental_service(ray_version, gateway_class.class_name)
-    rs, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
-    name, (original, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
+    service, obj = deploy(ctx, incremental_service(ctx, gateway_class.class_name))
+    original, _ = active_and_pending_clusters(obj)
     original_spec = copy.deepcopy(obj["spec"]["rayClusterConfig"])
-    gateway_must_be_programmed(k8s, namespace, f"{name}-gateway", timeouts.medium)
-    gen = start_traffic(k8s, namespace, obj, timeouts, url=gateway_class.url)
+    service.gateway_must_be_programmed()
+    gen = service.start_traffic(url=gateway_class.url)
 
     # step 1: an upgrade starts and moves part of the traffic to a new RayCluster
-    trigger_upgrade(rs, obj, "rollback")
-
-    def part_moved(o: dict | None) -> bool:
-        routed = traffic(o, "pendingServiceStatus")[0]
-        return bool(active_and_pending_clusters(o)[1]) and routed is not None and 0 < routed < 100
-
-    obj = wait_until(lambda: rs.get(name), part_moved, "part of the traffic to move to the new RayCluster",
-                     timeouts.long, interval=0.5, render=lambda o: f"{describe_rayservice(o)}; pending traffic/"
-                     f"capacity {traffic(o, 'pendingServiceStatus')[:2]}; traffic {summary(gen.stats())}")
+    service.trigger_upgrade("rollback")
+    obj = service.traffic_must_partly_move(gen)
     pending = active_and_pending_clusters(obj)[1]
-    answers_must_come_from(gen, pending, timeouts.medium)
-    measure("rollback.reverted_at_pending_percent", traffic(obj, "pendingServiceStatus")[0])
+    answers_must_come_from(gen, pending, ctx.timeouts.medium)
+    ctx.measure("rollback.reverted_at_pending_percent", traffic(obj, "pendingServiceStatus")[0])
 
-    with ObjectWatch(k8s, namespace, "rayservices", name) as watch:
+    with service.watch() as watch:
         # step 2: the cluster spec is reverted to the original one
-        rs.patch(name, {"spec": {"rayClusterConfig": original_spec}})
-        reverted_at = elapsed(gen)
-        measure("rollback.reverted_at_s", reverted_at)
+        service.patch({"spec": {"rayClusterConfig": original_spec}})
+        reverted_at = gen.elapsed()
+        ctx.measure("rollback.reverted_at_s", reverted_at)
 
         # step 3: the RayService reports the rollback
-        rolling = watch.first(lambda v: has_condition(v.obj, "RollbackInProgress", "True"), timeouts.medium)
-        watch.must_not_have_failed()
-        assert rolling is not None, (f"after the cluster spec was reverted mid-upgrade, RayService {name} must report "
-                                     f"RollbackInProgress=True; observed, in order:\n  "
-                                     + "\n  ".join(distinct_states(watch.snapshot())))
-        measure("rollback.reason", (condition(rolling.obj, "RollbackInProgress") or {}).get("reason"))
+        rolling = service.must_report_rollback(watch)
+        ctx.measure("rollback.reason", (condition(rolling.obj, "RollbackInProgress") or {}).get("reason"))
 
         # step 4: the rollback ends on the original RayCluster, with all the traffic and no pending cluster
-        def rolled_back(o: dict | None) -> bool:
-            return (active_and_pending_clusters(o) == (original, None) and not has_condition(o, "RollbackInProgress")
-                    and has_condition(o, "UpgradeInProgress", "False")
-                    and traffic(o, "activeServiceStatus")[0] == 100)
-
-        obj = wait_until(lambda: rs.get(name), rolled_back,
-                         f"the rollback to end on RayCluster {original} (active, trafficRoutedPercent 100, no pending "
-                         f"cluster, UpgradeInProgress=False, no RollbackInProgress)", timeouts.long, interval=0.5,
-                         render=lambda o: f"{describe_rayservice(o)}; active traffic/capacity "
-                                          f"{traffic(o, 'activeServiceStatus')[:2]}; traffic {summary(gen.stats())}")
-        measure("rollback.completed_at_s", elapsed(gen))
-        moved = watch.first(lambda v: active_and_pending_clusters(v.obj)[0] not in (original, None), 0)
-        assert moved is None, (f"RayCluster {original} must stay the active one through the rollback; observed "
-                               f"active {active_and_pending_clusters(moved and moved.obj)[0]} at {moved and moved.t:.1f}s")
+        service.rollback_must_end_on(original, gen)
+        ctx.measure("rollback.completed_at_s", gen.elapsed())
+        service.must_have_stayed_on(watch, original, through="the rollback")
 
     # step 5: the new RayCluster is deleted
-    raycluster_must_be_gone(k8s, namespace, pending, timeouts.medium, after="the rollback")
+    ctx.raycluster(pending).must_be_gone(after="the rollback")
 
     # step 6: from now on every answer comes from the original RayCluster
     before = gen.stats()
-    later = wait_until(gen.stats, lambda s: answered(s) - answered(before) >= 40,
-                       "40 more answers after the rollback", timeouts.medium, render=summary)
+    later = load_generator_must_get_more_answers(gen, before, 40, ctx.timeouts.medium, after="the rollback")
     from_new = answer_counts(later, pending) - answer_counts(before, pending)
     from_original = answer_counts(later, original) - answer_counts(before, original)
     assert from_new == 0 and from_original > 0, \
@@ -172,7 +131,7 @@ def test_reverting_the_spec_mid_upgrade_rolls_traffic_back(k8s, namespace, ray_v
          f"{answered(later) - answered(before)} answers {from_original} came from it and {from_new} from {pending}")
 
     # step 7: no request failed
-    stats = final_stats(gen, measure)
+    stats = service.stop_traffic(gen)
     assert stats["failures"] == 0, \
         f"rolling an incremental upgrade back (spec reverted at {reverted_at}s) must not fail requests: {summary(stats)}"
 
@@ -187,34 +146,29 @@ INVALID_OPTIONS = {
 
 @pytest.mark.feature("RayServiceIncrementalUpgradeValidation")
 @pytest.mark.parametrize("case", list(INVALID_OPTIONS))
-def test_invalid_upgrade_options_are_rejected(k8s, namespace, ray_version, timeouts, case):
+@pytest.mark.samples("rayservice-greeter")
+def test_invalid_upgrade_options_are_rejected(ctx, case):
     """A RayService asking for an incremental upgrade with an option that cannot work (a surge above 100%, an
     interval of 0 seconds, no Gateway class) is rejected: the API server refuses it, or the operator reports
     Ready=False/ValidationFailed with a message naming the option; either way no RayCluster, Service or Pod is
     created for it."""
     options, named = INVALID_OPTIONS[case]
-    docs = incremental_service(ray_version, "rayconformance-unused")
+    docs = incremental_service(ctx, "rayconformance-unused")
     rs_body = next(d for d in docs if d["kind"] == "RayService")
     rs_body["spec"]["upgradeStrategy"]["clusterUpgradeOptions"].update(options)
-    ray.create_objects(k8s, namespace, [d for d in docs if d["kind"] != "RayService"])
-    name = rs_body["metadata"]["name"]
+    ctx.create([d for d in docs if d["kind"] != "RayService"])
+    service = ctx.rayservice(rs_body["metadata"]["name"])
 
     # step 1: the API server refuses it, or the operator reports it invalid, naming the option
     try:
-        ray.RayResources(k8s, namespace, "RayService").create(rs_body)
+        ctx.create_rayservice(rs_body)
     except ApiException as e:
         assert e.status == 422 and named in (e.body or ""), \
             f"expected the API server to refuse the RayService naming {named}, observed HTTP {e.status}: {e.body}"
     else:
-        obj = rayservice_must_have_condition(k8s, namespace, name, "Ready", "False", "ValidationFailed",
-                                             timeouts.short)
+        obj = service.must_report_condition("Ready", "False", "ValidationFailed")
         message = (condition(obj, "Ready") or {}).get("message") or ""
         assert named in message, f"expected the Ready message to name {named}, observed {message!r}"
 
     # step 2: nothing was created for it
-    clusters = [c["metadata"]["name"] for c in ray.RayResources(k8s, namespace, "RayCluster").list()]
-    services = [s.metadata.name for s in client.CoreV1Api(k8s).list_namespaced_service(namespace).items]
-    pods = [p.metadata.name for p in client.CoreV1Api(k8s).list_namespaced_pod(namespace).items]
-    assert not (clusters or services or pods), \
-        (f"a RayService with invalid upgrade options ({options}) must create nothing; observed RayClusters {clusters}, "
-         f"Services {services}, Pods {pods}")
+    service.must_have_created_nothing(what=f"a RayService with invalid upgrade options ({options})")

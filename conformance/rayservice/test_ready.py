@@ -6,17 +6,17 @@ import yaml
 
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.conditions import condition_must_be
-from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, describe_rayservice,
-                                                       serve_service_must_answer)
+from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, describe_rayservice
 
 from .helpers import deploy
 
 
 @pytest.mark.feature("RayServiceReady")
-def test_serve_app_answers_through_serve_service(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("rayservice-greeter")
+def test_serve_app_answers_through_serve_service(ctx):
     """A RayService becomes Ready (NonZeroServeEndpoints) with serve endpoints and its application RUNNING, and
     its serve Service answers with the application's reply from the active RayCluster."""
-    _, obj = deploy(k8s, namespace, ray_version, timeouts)
+    service, obj = deploy(ctx)
     condition_must_be(obj, "Ready", "True", "NonZeroServeEndpoints")
     assert (ray.status(obj).get("numServeEndpoints") or 0) >= 1, \
         f"expected numServeEndpoints >= 1, observed {describe_rayservice(obj)}"
@@ -24,24 +24,24 @@ def test_serve_app_answers_through_serve_service(k8s, namespace, ray_version, ti
     assert (apps.get("greeter") or {}).get("status") == "RUNNING", \
         f"expected application greeter RUNNING, observed application statuses {apps}"
     cluster, _ = active_and_pending_clusters(obj)
-    _, body = serve_service_must_answer(k8s, namespace, obj, timeouts.medium)
+    _, body = service.serve_service_must_answer()
     assert body == f"v1 from {cluster}", f"expected 'v1 from {cluster}', observed {body!r}"
 
 
 @pytest.mark.feature("RayServiceInPlaceUpdate")
-def test_serve_config_change_applies_in_place(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("rayservice-greeter")
+def test_serve_config_change_applies_in_place(ctx):
     """Changing only a RayService's Serve configuration updates the application on the same RayCluster: the
     serve Service answers with the new reply, and no new RayCluster is created."""
-    rs, obj = deploy(k8s, namespace, ray_version, timeouts)
-    name, (cluster, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
+    service, obj = deploy(ctx)
+    cluster, _ = active_and_pending_clusters(obj)
     cfg = yaml.safe_load(obj["spec"]["serveConfigV2"])
     cfg["applications"][0]["deployments"][0]["user_config"]["message"] = "v2"
-    rs.patch(name, {"spec": {"serveConfigV2": yaml.safe_dump(cfg)}})
+    service.patch({"spec": {"serveConfigV2": yaml.safe_dump(cfg)}})
 
-    serve_service_must_answer(k8s, namespace, obj, timeouts.medium, body=f"v2 from {cluster}")
-    now = rs.get(name)
+    service.serve_service_must_answer(body=f"v2 from {cluster}")
+    now = service.get()
     active, pending = active_and_pending_clusters(now)
     assert active == cluster and not pending, \
         f"a serveConfigV2-only change must not create a new RayCluster: {describe_rayservice(now)}"
-    clusters = [c["metadata"]["name"] for c in ray.RayResources(k8s, namespace, "RayCluster").list()]
-    assert clusters == [cluster], f"expected only RayCluster {cluster}, observed {clusters}"
+    service.must_have_only_cluster(cluster)

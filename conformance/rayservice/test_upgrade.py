@@ -2,17 +2,11 @@
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import head_pod_must_be_created
-from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters,
-                                                       pending_cluster_must_get_applications,
-                                                       rayservice_must_have_pending_cluster,
-                                                       rayservice_upgrade_must_start)
+from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
 from rayconformance.fixtures.traffic import summary
 
-from .helpers import deploy, elapsed, final_stats, start_traffic, trigger_upgrade, wait_switched
+from .helpers import deploy, greeter
 
 # How long the upgraded application's replica takes to start (samples/rayservice-greeter.yaml reads it): long
 # enough to lose the pending head between the operator's submission and the application running.
@@ -20,45 +14,48 @@ APP_START_DELAY_S = 20
 
 
 @pytest.mark.feature("RayServiceZeroDowntimeUpgrade")
-def test_new_cluster_upgrade_drops_no_request(k8s, namespace, ray_version, timeouts, measure):
+@pytest.mark.samples("rayservice-greeter", "loadgen")
+def test_new_cluster_upgrade_drops_no_request(ctx):
     """Changing a RayService's cluster spec upgrades it to a new RayCluster (NewCluster): traffic switches to
     the new cluster, the old one is deleted, and no request sent through the serve Service meanwhile fails."""
-    rs, obj = deploy(k8s, namespace, ray_version, timeouts)
-    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
-    gen = start_traffic(k8s, namespace, obj, timeouts)
+    service, obj = deploy(ctx)
+    old, _ = active_and_pending_clusters(obj)
+    gen = service.start_traffic()
 
-    measure("upgrade.started_at_s", elapsed(gen))
-    trigger_upgrade(rs, obj, "1")
-    rayservice_upgrade_must_start(k8s, namespace, name, old, timeouts.medium)
-    wait_switched(k8s, namespace, name, old, gen, timeouts, measure)
-    stats = final_stats(gen, measure)
+    ctx.measure("upgrade.started_at_s", gen.elapsed())
+    service.trigger_upgrade("1")
+    service.must_start_upgrade(old)
+    service.must_complete_upgrade(old, gen)
+    stats = service.stop_traffic(gen)
     assert stats["failures"] == 0, f"a zero-downtime upgrade must not fail requests: {summary(stats)}"
 
 
 @pytest.mark.feature("RayServiceHeadFailureDuringUpgrade")
-def test_pending_head_failure_does_not_break_upgrade(k8s, namespace, ray_version, timeouts, measure):
+@pytest.mark.samples("rayservice-greeter", "loadgen")
+def test_pending_head_failure_does_not_break_upgrade(ctx):
     """Losing the pending RayCluster's head Pod during a NewCluster upgrade, after the operator has already
     submitted the new Serve config to it, does not stop the upgrade: the restarted head has no Serve application,
     so the operator must notice and submit the config again; traffic then switches to the new RayCluster, and no
     request fails."""
-    rs, obj = deploy(k8s, namespace, ray_version, timeouts)
-    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
-    gen = start_traffic(k8s, namespace, obj, timeouts)
+    service, obj = deploy(ctx)
+    old, _ = active_and_pending_clusters(obj)
+    gen = service.start_traffic()
 
     # step 1: an upgrade whose new application takes a while to start (it stays DEPLOYING for that long)
-    measure("upgrade.started_at_s", elapsed(gen))
-    trigger_upgrade(rs, obj, "head-failure", env={"GREETER_INIT_DELAY_S": str(APP_START_DELAY_S)})
-    pending = rayservice_must_have_pending_cluster(k8s, namespace, name, timeouts.medium)
+    ctx.measure("upgrade.started_at_s", gen.elapsed())
+    service.trigger_upgrade("head-failure", env={"GREETER_INIT_DELAY_S": str(APP_START_DELAY_S)})
+    pending = service.must_have_pending_cluster()
 
     # step 2: once the operator has submitted the Serve config to the pending cluster, its head Pod is lost
-    pending_cluster_must_get_applications(k8s, namespace, name, pending, timeouts.medium)
-    head = head_pod_must_be_created(k8s, namespace, pending, timeouts.short)
-    measure("upgrade.pending_head_killed_at_s", elapsed(gen))
-    client.CoreV1Api(k8s).delete_namespaced_pod(head.metadata.name, namespace, grace_period_seconds=0)
+    service.pending_cluster_must_get_applications(pending)
+    pending_cluster = ctx.raycluster(pending)
+    head = pending_cluster.head_pod_must_be_created(ctx.timeouts.short)
+    ctx.measure("upgrade.pending_head_killed_at_s", gen.elapsed())
+    pending_cluster.delete_pod(head)
 
     # step 3: the upgrade still completes (the config submitted again), without a failed request
-    wait_switched(k8s, namespace, name, old, gen, timeouts, measure)
-    stats = final_stats(gen, measure)
+    service.must_complete_upgrade(old, gen)
+    stats = service.stop_traffic(gen)
     # The pending cluster serves no traffic before the switch, so its head failing must cost no request.
     assert stats["failures"] == 0, f"losing the pending head during an upgrade must not fail requests: {summary(stats)}"
 
@@ -70,34 +67,32 @@ ACTIVE_HEAD_FAILURE_WINDOW_S = 30
 
 
 @pytest.mark.feature("RayServiceHeadFailureDuringUpgrade", "RayClusterGCSFaultTolerance")
-def test_active_head_failure_with_gcs_ft_does_not_break_upgrade(k8s, namespace, ray_version, timeouts, redis,
-                                                                measure):
+@pytest.mark.samples("rayservice-greeter", "rayservice-greeter-ft", "loadgen")
+def test_active_head_failure_with_gcs_ft_does_not_break_upgrade(ctx, redis):
     """With GCS fault tolerance, losing the active RayCluster's head Pod during a NewCluster upgrade fails
     requests for at most a short window, none before the head was lost, and the upgrade still completes."""
-    greeter = ray.load_sample("rayservice-greeter", ray_version)
-    docs = [d for d in greeter if d["kind"] == "ConfigMap"] + ray.load_sample("rayservice-greeter-ft", ray_version)
-    rs, obj = deploy(k8s, namespace, ray_version, timeouts, docs)
-    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
-    gen = start_traffic(k8s, namespace, obj, timeouts)
+    service, obj = deploy(ctx, greeter(ctx, "rayservice-greeter-ft"))
+    old, _ = active_and_pending_clusters(obj)
+    gen = service.start_traffic()
 
-    measure("upgrade.started_at_s", elapsed(gen))
-    trigger_upgrade(rs, obj, "active-head-failure")
-    rayservice_must_have_pending_cluster(k8s, namespace, name, timeouts.medium)
-    heads = ray.cluster_pods(k8s, namespace, old, "head")
+    ctx.measure("upgrade.started_at_s", gen.elapsed())
+    service.trigger_upgrade("active-head-failure")
+    service.must_have_pending_cluster()
+    active = ctx.raycluster(old)
+    heads = active.pods("head")
     assert heads, f"the active cluster {old} has no head Pod"
-    killed_at = elapsed(gen)
+    killed_at = gen.elapsed()
     assert killed_at is not None, "could not read the load generator's clock before killing the head"
-    measure("upgrade.active_head_killed_at_s", killed_at)
-    client.CoreV1Api(k8s).delete_namespaced_pod(heads[0].metadata.name, namespace, grace_period_seconds=0)
+    ctx.measure("upgrade.active_head_killed_at_s", killed_at)
+    active.delete_pod(heads[0])
 
-    wait_switched(k8s, namespace, name, old, gen, timeouts, measure)
-    stats = final_stats(gen, measure)
+    service.must_complete_upgrade(old, gen)
+    stats = service.stop_traffic(gen)
     window = round(stats["last_failure_s"] - stats["first_failure_s"], 2) if stats["failures"] else 0.0
-    measure("traffic.failure_window_s", window)
+    ctx.measure("traffic.failure_window_s", window)
     assert stats["first_failure_s"] is None or stats["first_failure_s"] >= killed_at - 1, \
         f"requests failed before the active head was killed (at {killed_at}s): {summary(stats)}"
     assert window <= ACTIVE_HEAD_FAILURE_WINDOW_S, \
         (f"requests may fail within at most {ACTIVE_HEAD_FAILURE_WINDOW_S}s when the active head is lost during an "
          f"upgrade (killed at {killed_at}s); they failed from {stats['first_failure_s']}s to "
          f"{stats['last_failure_s']}s: {summary(stats)}")
-

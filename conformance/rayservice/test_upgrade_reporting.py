@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.conditions import condition
-from rayconformance.fixtures.expect.raycluster import raycluster_must_be_gone
-from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, rayservice_events_must_include,
-                                                       rayservice_must_switch, rayservice_upgrade_must_start)
 from rayconformance.fixtures import ray
+from rayconformance.fixtures.expect.conditions import condition
+from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
+from rayconformance.fixtures.expect.rayservice_history import states_seen
+from rayconformance.fixtures.watch import Version
 
-from .helpers import ObjectWatch, Version, deploy, distinct_states, trigger_upgrade
+from .helpers import deploy
 
 
 def _state_problems(v: Version) -> list[str]:
@@ -34,26 +34,27 @@ def _state_problems(v: Version) -> list[str]:
 
 
 @pytest.mark.feature("RayServiceUpgradeConditions")
-def test_upgrade_progress_shows_in_conditions(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("rayservice-greeter")
+def test_upgrade_progress_shows_in_conditions(ctx):
     """Through a NewCluster upgrade a RayService says what it is doing: UpgradeInProgress is False
     (NoPendingCluster) before, True (BothActivePendingClustersExist) while the new RayCluster is pending and
     False again after the switch; Ready stays True the whole time, and serviceStatus is Running exactly when
     Ready is True. Every version of the RayService is watched through the upgrade."""
-    rs, obj = deploy(k8s, namespace, ray_version, timeouts)
-    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
+    service, obj = deploy(ctx)
+    old, _ = active_and_pending_clusters(obj)
 
     # step 1: watch every version of the RayService while it upgrades to a new RayCluster
-    with ObjectWatch(k8s, namespace, "rayservices", name) as watch:
-        trigger_upgrade(rs, obj, "conditions")
-        rayservice_upgrade_must_start(k8s, namespace, name, old, timeouts.medium)
-        new = rayservice_must_switch(k8s, namespace, name, old, timeouts.long)
+    with service.watch() as watch:
+        service.trigger_upgrade("conditions")
+        service.must_start_upgrade(old)
+        new = service.must_switch(old)
         # the version that completed the switch has been seen by the watch too
-        watch.first(lambda v: active_and_pending_clusters(v.obj) == (new, None), timeouts.short)
+        watch.first(lambda v: active_and_pending_clusters(v.obj) == (new, None), ctx.timeouts.short)
     watch.must_not_have_failed()
 
     # step 2: the observed sequence: before, during, after; Ready and serviceStatus throughout
     versions = watch.snapshot()
-    seen = "; observed, in order:\n  " + "\n  ".join(distinct_states(versions))
+    seen = states_seen(watch)
     problems = [f"{v.t:.1f}s: {p}" for v in versions for p in _state_problems(v)]
     pairs = [active_and_pending_clusters(v.obj) for v in versions]
     if not pairs or pairs[0] != (old, None):
@@ -67,20 +68,22 @@ def test_upgrade_progress_shows_in_conditions(k8s, namespace, ray_version, timeo
 
 
 @pytest.mark.feature("RayServiceEvents")
-def test_upgrade_is_recorded_in_events(k8s, namespace, ray_version, timeouts):
+@pytest.mark.samples("rayservice-greeter")
+def test_upgrade_is_recorded_in_events(ctx):
     """The operator records what it does for a RayService as events a user reads with `kubectl describe
     rayservice`: creating each RayCluster and the head and serve Services, updating the Serve applications on
     each cluster, switching the Services to the new cluster in an upgrade, and deleting the old cluster."""
-    rs, obj = deploy(k8s, namespace, ray_version, timeouts)
-    name, (old, _) = obj["metadata"]["name"], active_and_pending_clusters(obj)
+    service, obj = deploy(ctx)
+    old, _ = active_and_pending_clusters(obj)
 
     # step 1: upgrade to a new RayCluster and wait until the old one is gone
-    trigger_upgrade(rs, obj, "events")
-    new = rayservice_must_switch(k8s, namespace, name, old, timeouts.long)
-    raycluster_must_be_gone(k8s, namespace, old, timeouts.medium, after="the upgrade")
+    service.trigger_upgrade("events")
+    new = service.must_switch(old)
+    ctx.raycluster(old).must_be_gone(after="the upgrade")
 
     # step 2: each step is an event about the RayService
-    head_svc, serve_svc = f"{namespace}/{name}-head-svc", f"{namespace}/{ray.serve_service(obj)}"
+    namespace = ctx.namespace
+    head_svc, serve_svc = f"{namespace}/{service.name}-head-svc", f"{namespace}/{ray.serve_service(obj)}"
     expected = [("Normal", "CreatedRayCluster", f"Created the RayCluster {namespace}/{old}"),
                 ("Normal", "CreatedService", f"Created the service {head_svc}"),
                 ("Normal", "CreatedService", f"Created the service {serve_svc}"),
@@ -90,4 +93,4 @@ def test_upgrade_is_recorded_in_events(k8s, namespace, ray_version, timeouts):
                 ("Normal", "UpdatedService", f"Updated the service {head_svc}"),
                 ("Normal", "UpdatedService", f"Updated the service {serve_svc}"),
                 ("Normal", "DeletedRayCluster", f"Deleted the RayCluster {namespace}/{old}")]
-    rayservice_events_must_include(k8s, namespace, name, expected, timeouts.short)
+    service.events_must_include(expected)

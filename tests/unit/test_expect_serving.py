@@ -8,9 +8,10 @@ import types
 import pytest
 from kubernetes import client
 
-from conformance.rayservice import helpers
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect import raycluster, rayservice
+from rayconformance.fixtures.expect import rayservice_history as history
+from rayconformance.fixtures.watch import Version, Watch
 
 
 def pod(name: str, uid: str = "u", ready: bool = True, serve: str | None = "true", restarts: int = 0):
@@ -103,19 +104,19 @@ def test_workers_must_be_kept(monkeypatch):
 
 
 class FakeWatch:
-    """An ObjectWatch with versions already seen (its `first` and snapshot, no API)."""
-    first = helpers.ObjectWatch.first
-    snapshot = helpers.ObjectWatch.snapshot
-    now = helpers.ObjectWatch.now
+    """A Watch with versions already seen (its `first` and snapshot, no API)."""
+    first = Watch.first
+    snapshot = Watch.snapshot
+    now = Watch.now
 
     def __init__(self, *versions: tuple[str, dict]):
         import threading
 
-        self.clock, self.start, self.changed, self.error, self.plural, self.ns = time.monotonic, 0.0, \
-            threading.Condition(), None, "rayservices", "ns"
-        self.versions = [helpers.Version(float(i), float(i), t, o) for i, (t, o) in enumerate(versions)]
+        self.clock, self.start, self.changed, self.error, self.what = time.monotonic, 0.0, threading.Condition(), \
+            None, "RayService svc"
+        self.versions = [Version(float(i), float(i), t, o) for i, (t, o) in enumerate(versions)]
 
-    must_not_have_failed = helpers.ObjectWatch.must_not_have_failed
+    must_not_have_failed = Watch.must_not_have_failed
 
 
 def rs(active="c", pending=None, ready=True, app="RUNNING", name="svc") -> dict:
@@ -134,12 +135,12 @@ def current(monkeypatch, obj):
 def test_rayservice_must_serve_again_from(monkeypatch):
     current(monkeypatch, rs())
     watch = FakeWatch(("LISTED", rs()), ("MODIFIED", rs(app=None)))
-    assert helpers.rayservice_must_serve_again_from(watch, None, "ns", "svc", "c", "greeter", 1, after="x") == rs()
+    assert history.rayservice_must_serve_again_from(watch, None, "ns", "svc", "c", "greeter", 1, after="x") == rs()
     current(monkeypatch, rs(app="DEPLOYING"))
     with pytest.raises(AssertionError, match=r"waiting for RayService svc to serve again from RayCluster c after the "
                                              r"loss \(Ready=True, application greeter RUNNING, no pending RayCluster\)"
                                              r"; last observed: .*application greeter: DEPLOYING"):
-        helpers.rayservice_must_serve_again_from(watch, None, "ns", "svc", "c", "greeter", 0.05, after="the loss")
+        history.rayservice_must_serve_again_from(watch, None, "ns", "svc", "c", "greeter", 0.05, after="the loss")
 
 
 def test_rayservice_must_serve_again_from_fails_at_once_on_a_pending_cluster(monkeypatch):
@@ -149,23 +150,23 @@ def test_rayservice_must_serve_again_from_fails_at_once_on_a_pending_cluster(mon
     with pytest.raises(AssertionError, match=r"(?s)after the loss, RayService svc must stay on RayCluster c with no "
                                              r"pending one; observed at 1.0s active/pending \('c', 'd'\); observed, "
                                              r"in order:\n  .*active=c; pending=d"):
-        helpers.rayservice_must_serve_again_from(watch, None, "ns", "svc", "c", "greeter", 30, after="the loss")
+        history.rayservice_must_serve_again_from(watch, None, "ns", "svc", "c", "greeter", 30, after="the loss")
     assert time.monotonic() - t0 < 5
 
 
 def test_rayservice_must_have_stayed_ready():
-    helpers.rayservice_must_have_stayed_ready(FakeWatch(("LISTED", rs()), ("MODIFIED", rs(app=None))), "svc",
+    history.rayservice_must_have_stayed_ready(FakeWatch(("LISTED", rs()), ("MODIFIED", rs(app=None))), "svc",
                                               through="x")
     with pytest.raises(AssertionError, match=r"RayService svc must stay Ready=True through the loss; observed at "
                                              r"1.0s: Ready=False\(R\)"):
-        helpers.rayservice_must_have_stayed_ready(FakeWatch(("LISTED", rs()), ("MODIFIED", rs(ready=False))), "svc",
+        history.rayservice_must_have_stayed_ready(FakeWatch(("LISTED", rs()), ("MODIFIED", rs(ready=False))), "svc",
                                                   through="the loss")
 
 
 def test_no_raycluster_must_be_created():
     c = {"metadata": {"name": "c"}}
-    helpers.no_raycluster_must_be_created(FakeWatch(("LISTED", c), ("MODIFIED", c)), through="x")
+    history.no_raycluster_must_be_created(FakeWatch(("LISTED", c), ("MODIFIED", c)), through="x")
     with pytest.raises(AssertionError, match=r"no RayCluster may be created through the loss \(there were \['c'\]\); "
                                              r"observed RayCluster d created at 1.0s"):
-        helpers.no_raycluster_must_be_created(FakeWatch(("LISTED", c), ("ADDED", {"metadata": {"name": "d"}})),
+        history.no_raycluster_must_be_created(FakeWatch(("LISTED", c), ("ADDED", {"metadata": {"name": "d"}})),
                                               through="the loss")
