@@ -1,6 +1,6 @@
 """The suite is complete in the ways a profile relies on: every conformance test has a deliberate break case
-(tests/breaks) and a docstring stating its behavior, and every declared feature has a test, so a profile
-cannot claim a feature that nothing checks."""
+(tests/breaks), a docstring stating its behavior and its samples declared, and every declared feature has a test,
+so a profile cannot claim a feature that nothing checks."""
 from __future__ import annotations
 
 import ast
@@ -52,3 +52,27 @@ def test_every_conformance_test_states_its_behavior():
                     for node in ast.walk(ast.parse(path.read_text()))
                     if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and not ast.get_docstring(node)]
     assert not undocumented, f"conformance tests without a docstring (their description in the report): {undocumented}"
+
+
+def test_every_conformance_test_declares_existing_samples():
+    """Each test declares what it applies (@pytest.mark.samples), and each declared sample exists."""
+    undeclared, missing = [], []
+    for path in sorted((ROOT / "conformance").rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
+                continue
+            marks = [d for d in node.decorator_list if isinstance(d, ast.Call) and ast.unparse(d.func).endswith(
+                "mark.samples")]
+            if not marks:
+                undeclared.append(f"{path.relative_to(ROOT)}::{node.name}")
+            missing += [f"{node.name}: samples/{a.value}.yaml" for m in marks for a in m.args
+                        if isinstance(a, ast.Constant) and not (ROOT / "samples" / f"{a.value}.yaml").is_file()]
+    assert not undeclared, f"conformance tests without @pytest.mark.samples(...): {undeclared}"
+    assert not missing, f"declared samples that do not exist: {missing}"
+
+
+def test_tests_work_through_the_context():
+    """No conformance module passes the client and namespace around by hand: tests take `ctx`."""
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "conformance").rglob("*.py"))
+             for n, line in enumerate(p.read_text().splitlines(), 1) if "(k8s, namespace" in line]
+    assert not found, f"argument lists instead of the test context: {found}"
