@@ -40,8 +40,8 @@ def test_demand_scales_workers_up_and_idle_down(ctx, version):
     """With in-tree autoscaling, the head Pod gets an autoscaler sidecar; Ray actors that need more CPUs than the
     cluster has add workers up to the group's maxReplicas and no further (demand for 3 workers, maxReplicas 2:
     never more than 2 worker Pods), workers left idle are removed, and raising minReplicas adds a worker without
-    any demand. With autoscalerOptions.version v2 it is Ray's autoscaler v2 that runs: it reports its state to
-    the GCS, which the v1 autoscaler never does."""
+    any demand. The autoscaler that runs is the one asked for: with autoscalerOptions.version v2, Ray's autoscaler
+    v2 reports its state to the GCS; with v1, nothing does (whatever Ray's own default is)."""
     body = ctx.sample("raycluster-autoscaler")
     body["spec"]["autoscalerOptions"]["version"] = version
     cluster = ctx.create_raycluster(body)
@@ -56,13 +56,19 @@ def test_demand_scales_workers_up_and_idle_down(ctx, version):
         cluster.workers_must_be_running_and_ready(2, what="the autoscaler to add 2 workers")
         replicas = cluster.get()["spec"]["workerGroupSpecs"][0]["replicas"]
         assert replicas <= 2, f"the autoscaler must stay within maxReplicas=2; spec replicas={replicas}"
+        logs = cluster.ray_job_must_succeed(V2_STATE, ctx.timeouts.medium)
+        reported = next((line.split()[1] for line in logs.splitlines()
+                         if line.startswith("AUTOSCALER_STATE_VERSION ")), None)
+        assert reported is not None and reported.isdigit(), \
+            f"could not read the autoscaler state version from the GCS; logs: {logs[-500:]}"
         if version == "v2":
-            logs = cluster.ray_job_must_succeed(V2_STATE, ctx.timeouts.medium)
-            reported = next((line.split()[1] for line in logs.splitlines()
-                             if line.startswith("AUTOSCALER_STATE_VERSION ")), None)
-            assert reported is not None and reported.isdigit() and int(reported) > 0, \
+            assert int(reported) > 0, \
                 ("with autoscalerOptions.version v2, Ray's autoscaler v2 must run and report its state to the GCS "
-                 f"(autoscaler state version > 0); observed {reported!r} (v1 never reports one); logs: {logs[-500:]}")
+                 f"(autoscaler state version > 0); observed {reported!r} (v1 never reports one)")
+        else:
+            assert int(reported) == 0, \
+                ("with autoscalerOptions.version v1, Ray's autoscaler v1 must run, which reports no state to the GCS "
+                 f"(autoscaler state version 0); observed {reported} (autoscaler v2 runs)")
     pods.must_not_have_failed()
     assert pods.peak <= 2, \
         (f"with demand for 3 workers the group must stay capped at maxReplicas=2 worker Pods; observed {pods.peak} "
