@@ -7,6 +7,7 @@ import pytest
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.context import Context
 from rayconformance.fixtures.expect import rayjob as expect
+from rayconformance.fixtures.handles import rayjob as handle  # noqa: F401 - made before a test patches expect
 from rayconformance.fixtures.waiting import Timeouts
 
 
