@@ -38,9 +38,13 @@ def read_stat(pid: str) -> tuple[str, int, int, int, int] | None:
     """(comm, ppid, own ticks, children's ticks, start ticks) of a process, None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read().decode(errors="replace")
+            return parse_stat(f.read().decode(errors="replace"))
     except OSError:
         return None
+
+
+def parse_stat(text: str) -> tuple[str, int, int, int, int]:
+    """The fields of read_stat from the text of /proc/<pid>/stat (comm may hold spaces and parentheses)."""
     rparen = text.rfind(")")
     comm = text[text.find("(") + 1:rparen]
     rest = text[rparen + 2:].split()
