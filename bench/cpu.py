@@ -101,13 +101,13 @@ def render(r: cpu_account.Result, report: dict | None, top: int) -> str:
     run = r.run_cpu
     order = {g: i for i, g in enumerate((*cc.RAY_GROUPS, *cc.BED_HARNESS_GROUPS, *cc.NOT_RUN_GROUPS))}
     rows = sorted(r.components.items(), key=lambda kv: (order.get(cc.group(kv[0]), 99), -kv[1]))
-    out = [f"{'component':<34} {'CPU-s':>9} {'% of run':>9}"]
+    out = [f"{'component':<38} {'CPU-s':>9} {'% of run':>9}"]
     for comp, secs in rows:
         if cc.in_run(comp):
-            out.append(f"{comp:<34} {secs:9.1f} {pct(secs, run):9.1f}")
+            out.append(f"{comp:<38} {secs:9.1f} {pct(secs, run):9.1f}")
     ray_op = sum(v for c, v in r.components.items() if cc.group(c) in cc.RAY_GROUPS)
-    out.append(f"{'= Ray + operator':<34} {ray_op:9.1f} {pct(ray_op, run):9.1f}")
-    out.append(f"{'= bed + harness':<34} {r.bed_harness_cpu:9.1f} {pct(r.bed_harness_cpu, run):9.1f}")
+    out.append(f"{'= Ray + operator':<38} {ray_op:9.1f} {pct(ray_op, run):9.1f}")
+    out.append(f"{'= bed + harness':<38} {r.bed_harness_cpu:9.1f} {pct(r.bed_harness_cpu, run):9.1f}")
     outside = ", ".join(f"{c} {v:.1f}" for c, v in rows if not cc.in_run(c))
     out.append(f"not the run (CPU-s): {outside or 'nothing'}; machine busy {r.machine_busy:.1f} CPU-s (/proc/stat), "
                f"{r.machine_busy - r.attributed:.1f} of it attributed to no process (interrupts, processes no parent "

@@ -4,7 +4,8 @@ in its environment (`pod`: a Pod's process on the local bed, `bed`: a test-bed p
 Components are `<group>/<part>` names (a bare name is its own group). Ray's processes are told apart by their
 executable (`gcs_server`, `raylet`), their script (`dashboard/dashboard.py`, ...) or the title Ray gives a worker
 (`ray::ServeReplica:app:deployment`); anything else in a Pod is `pods/other` until the accounting sees that the Pod
-runs Ray (`ray/other`).
+runs Ray (`ray/other`); one whose parent is a Ray process is its parent's (a job's driver, a dashboard module's
+forkserver).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import os
 
 GCS, RAYLET, DASHBOARD = "ray/gcs", "ray/raylet", "ray/dashboard"
 SERVE_CONTROLLER, SERVE_PROXY, SERVE_REPLICA = "ray/serve-controller", "ray/serve-proxy", "ray/serve-replica"
-AUTOSCALER, RAY_WORKERS, RAY_OTHER = "ray/autoscaler", "ray/workers", "ray/other"
+AUTOSCALER, RAY_WORKERS, RAY_CLI, RAY_OTHER = "ray/autoscaler", "ray/workers", "ray/cli", "ray/other"
 OPERATOR = "operator"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns")
 NODE_AGENT, STORAGE, GATEWAY, BED_OTHER = "node-agent", "bed/storage", "bed/gateway", "bed/other"
@@ -73,6 +74,8 @@ def ray_title(text: str) -> str | None:
         return SERVE_PROXY
     if name.startswith(("ServeReplica", "SERVE_REPLICA")):
         return SERVE_REPLICA
+    if name.startswith(("DashboardAgent", "RuntimeEnvAgent")):
+        return DASHBOARD
     return RAY_WORKERS
 
 
@@ -110,7 +113,9 @@ def by_command(cmd: list[str], comm: str) -> str | None:
         return NODE_AGENT
     if script.endswith("cpu_sampler.py"):
         return SAMPLER
-    if exe == "ray" or script.endswith(("/bin/ray", "log_monitor.py")):
+    if exe == "ray" or script.endswith("/bin/ray"):
+        return RAY_CLI
+    if script.endswith("log_monitor.py") or script.startswith("ray."):
         return RAY_OTHER
     return None
 
@@ -128,8 +133,8 @@ def classify(info: dict, parent: str | None = None, ppid: int | None = None) -> 
     named = by_command(cmd, comm)
     if named:
         return named
-    if info.get("pod"):
-        return POD_OTHER
+    if info.get("pod"):  # e.g. a job's driver, a dashboard module's forkserver: its parent's, if that is Ray
+        return parent if parent and is_ray(parent) else POD_OTHER
     if info.get("bed"):
         return parent if parent and (group(parent) == "control-plane" or parent == NODE_AGENT) else BED_OTHER
     return PYTEST
