@@ -109,9 +109,10 @@ def render(r: cpu_account.Result, report: dict | None, top: int) -> str:
     out.append(f"{'= Ray + operator':<38} {ray_op:9.1f} {pct(ray_op, run):9.1f}")
     out.append(f"{'= bed + harness':<38} {r.bed_harness_cpu:9.1f} {pct(r.bed_harness_cpu, run):9.1f}")
     outside = ", ".join(f"{c} {v:.1f}" for c, v in rows if not cc.in_run(c))
-    out.append(f"not the run (CPU-s): {outside or 'nothing'}; machine busy {r.machine_busy:.1f} CPU-s (/proc/stat), "
-               f"{r.machine_busy - r.attributed:.1f} of it attributed to no process (interrupts, processes no parent "
-               f"reaped); {r.recovered:.1f} CPU-s recovered from parents' child times")
+    out.append(f"not the run (CPU-s): {outside or 'nothing'}")
+    out.append(f"machine: {r.machine_busy:.1f} CPU-s busy (/proc/stat), {r.machine_busy - r.attributed:.1f} of them "
+               f"attributed to no process (interrupts, steal, exits no sampled parent reaped); {r.recovered:.1f} "
+               f"recovered from parents' child times")
     durations = {t["name"]: t.get("durationSeconds", 0.0) for t in (report or {}).get("tests", [])}
     ranked = sorted(r.tests.items(), key=lambda kv: -sum(kv[1].values()))[:top]
     if ranked:
