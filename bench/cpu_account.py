@@ -11,7 +11,10 @@ child, the parent's children's time grows by the child's final total (own + reap
 exceeds over the last totals seen of the children gone meanwhile is `recovered`: the tails of processes seen before,
 and the whole of those never seen (shorter than a period). It goes to the gone children's component when they all had
 one, else to the parent's. What no parent reaps (a child whose parent exited first, a parent ignoring SIGCHLD) is
-lost; the machine's busy time from /proc/stat bounds it (`unattributed`).
+lost; the machine's busy time from /proc/stat bounds it (`unattributed`, which also holds interrupts and steal).
+Measured on the local bed: 5.7 % of the busy time over 90 s of RayJob tests (Pods deleted in bulk: the kernel
+reparents a dying Pod's processes, so their last ticks reach no parent seen), about 0 over 14 minutes of RayService
+tests.
 """
 from __future__ import annotations
 
