@@ -121,7 +121,7 @@ def render(r: cpu_account.Result, report: dict | None, top: int) -> str:
         for name, s in ranked:
             out.append(f"{name[:52]:<52} {sum(s.values()):7.1f} {s['ray']:7.1f} {s['harness']:8.1f} "
                        f"{s['other']:7.1f} {durations.get(name, 0.0):7.1f}")
-        out.append("(Ray: the test's Ray Pods; harness: its xdist worker while it ran the test + its load generators; "
+        out.append("(Ray: the test's Ray Pods; harness: its xdist worker (and children) while it ran the test + its load generators; "
                    "other: its other Pod processes and their node-agent shims)")
     for note in r.notes:
         out.append(f"note: {note}")

@@ -206,7 +206,7 @@ class Accountant:
             self.pod_of_key[key] = inf["pod"]
             if cc.is_ray(self.comp[key]):
                 self.ray_pods.add(inf["pod"])
-        if self.comp[key] == cc.PYTEST:
+        if self.comp[key] in (cc.PYTEST, cc.WORKERS):
             self.worker[key] = pid if pid in self.marks else self.worker.get(parent_key) if parent_key else None
 
     def _charge(self, key: str, seconds: float, t: float) -> None:

@@ -1,5 +1,6 @@
 """Which component a process belongs to, from what bench/cpu_sampler.py records of it: argv, comm and the markers
-in its environment (`pod`: a Pod's process on the local bed, `bed`: a test-bed process, `run`: the pytest run).
+in its environment (`pod`: a Pod's process on the local bed, `bed`: a test-bed process, `run`: the pytest run, split
+into the controller with its children, e.g. the operator install's kubectl, and the xdist workers with theirs).
 
 Components are `<group>/<part>` names (a bare name is its own group). Ray's processes are told apart by their
 executable (`gcs_server`, `raylet`), their script (`dashboard/dashboard.py`, ...) or the title Ray gives a worker
@@ -17,7 +18,8 @@ AUTOSCALER, RAY_WORKERS, RAY_CLI, RAY_OTHER = "ray/autoscaler", "ray/workers", "
 OPERATOR = "operator"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns")
 NODE_AGENT, STORAGE, GATEWAY, BED_OTHER = "node-agent", "bed/storage", "bed/gateway", "bed/other"
-PYTEST, LOADGEN = "harness/pytest", "harness/loadgen"
+PYTEST, WORKERS, LOADGEN = "harness/pytest", "harness/xdist-workers", "harness/loadgen"
+XDIST_BOOT = "exec(eval(sys.stdin.readline()))"  # how execnet starts an xdist worker
 POD_OTHER = "pods/other"
 SAMPLER, KERNEL, HOST_OTHER = "bench/sampler", "host/kernel", "host/other"
 
@@ -137,4 +139,6 @@ def classify(info: dict, parent: str | None = None, ppid: int | None = None) -> 
         return parent if parent and is_ray(parent) else POD_OTHER
     if info.get("bed"):
         return parent if parent and (group(parent) == "control-plane" or parent == NODE_AGENT) else BED_OTHER
+    if XDIST_BOOT in " ".join(cmd) or parent == WORKERS:
+        return WORKERS
     return PYTEST

@@ -83,15 +83,17 @@ def test_bed_harness_and_host():
     assert cc.classify(pytest_) == cc.PYTEST
     worker = {"cmd": [".venv/bin/python", "-u", "-c", "import sys;exec(eval(sys.stdin.readline()))"],
               "comm": "python", "run": True}
-    assert cc.classify(worker) == cc.PYTEST
-    assert cc.classify({"cmd": ["kubectl", "get", "pods"], "comm": "kubectl", "run": True}) == cc.PYTEST
+    assert cc.classify(worker) == cc.WORKERS
+    kubectl = {"cmd": ["kubectl", "get", "pods"], "comm": "kubectl", "run": True}
+    assert cc.classify(kubectl, parent=cc.PYTEST) == cc.PYTEST
+    assert cc.classify(kubectl, parent=cc.WORKERS) == cc.WORKERS
     # not the run's: the same programs without a marker, kernel threads, the sampler
     assert cc.classify({"cmd": ["/cache/bin/etcd"], "comm": "etcd"}) == cc.HOST_OTHER
     assert cc.classify({"cmd": [], "comm": "kworker/0:1"}, ppid=2) == cc.KERNEL
     assert cc.classify({"cmd": [".venv/bin/python", "bench/cpu_sampler.py", "--out", "x"], "comm": "python"}) \
         == cc.SAMPLER
     # gone before it could be read: its parent's
-    assert cc.classify({"cmd": [], "comm": "kubectl"}, parent=cc.PYTEST, ppid=101) == cc.PYTEST
+    assert cc.classify({"cmd": [], "comm": "kubectl"}, parent=cc.WORKERS, ppid=101) == cc.WORKERS
 
 
 def test_program_skips_interpreter_options():
@@ -124,7 +126,8 @@ def test_components_on_recorded_samples():
     r = recorded()
     got = {c: round(v, 2) for c, v in r.components.items() if v}
     assert got == {
-        cc.PYTEST: 1.09,  # controller 0.04 + worker 0.50 + 0.10 + 0.20 + 0.25 of a child never seen
+        cc.PYTEST: 0.04,  # the controller
+        cc.WORKERS: 1.05,  # 0.50 + 0.10 + 0.20 + 0.25 of a child never seen
         "control-plane/etcd": 0.30, cc.NODE_AGENT: 0.10, cc.LOADGEN: 0.05,
         cc.RAYLET: 0.20, cc.GCS: 0.10,
         cc.RAY_WORKERS: 0.40,  # default_worker.py before its title
