@@ -77,7 +77,7 @@ def final_stats(gen: LoadGenerator, measure) -> dict:
 
 def record_traffic(measure, stats: dict | None) -> None:
     for k in ("requests", "failures", "retries", "warmup_failures", "warmup_errors", "p50_ms", "p95_ms", "p99_ms", "max_ms",
-              "first_failure_s", "last_failure_s", "failure_log"):
+              "first_failure_s", "last_failure_s", "failure_log", "slow_log"):
         measure(f"traffic.{k}", (stats or {}).get(k))
 
 
