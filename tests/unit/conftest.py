@@ -48,6 +48,9 @@ class FakeProvider:
     def down(self):
         self._record("down")
 
+    def prepare_images(self, objects):  # a test using a fixture that applies a sample (e.g. gateway)
+        self._record("prepare_images")
+
 
 class BrokenProvider(FakeProvider):
     def up(self):
