@@ -169,3 +169,36 @@ def test_no_raycluster_must_be_created():
                                              r"observed RayCluster d created at 1.0s"):
         helpers.no_raycluster_must_be_created(FakeWatch(("LISTED", c), ("ADDED", {"metadata": {"name": "d"}})),
                                               through="the loss")
+
+
+class _SeenSlices:
+    """What serve_endpoints_must_have_stayed reads from a watch: its versions of EndpointSlices, in order."""
+
+    def __init__(self, *versions):
+        self.versions = [types.SimpleNamespace(t=float(i), type=kind, name=name, obj={
+            "metadata": {"name": name},
+            "endpoints": [{"targetRef": {"kind": "Pod", "name": p}, "conditions": {"ready": r}} for p, r in eps]})
+            for i, (kind, name, eps) in enumerate(versions)]
+
+    def must_not_have_failed(self):
+        pass
+
+    def snapshot(self):
+        return self.versions
+
+
+def test_serve_endpoints_that_kept_the_worker_pass():
+    seen = _SeenSlices(("LISTED", "s1", [("worker", True)]), ("MODIFIED", "s1", [("worker", True), ("head", False)]))
+    rayservice.serve_endpoints_must_have_stayed(seen, ["worker"], through="the loss of the head")
+
+
+@pytest.mark.parametrize("versions, observed", [
+    ([("LISTED", "s1", [("worker", True)]), ("MODIFIED", "s1", [("worker", False)])], r"observed ready endpoints \[\]"),
+    ([("LISTED", "s1", [("worker", True)]), ("MODIFIED", "s1", [("worker", True), ("head", True)])],
+     r"observed ready endpoints \['head', 'worker'\] at 1.0s"),
+    ([("LISTED", "s1", [("worker", True)]), ("DELETED", "s1", [("worker", True)])], r"observed ready endpoints \[\]"),
+])
+def test_serve_endpoints_that_lost_the_worker_or_gained_the_head_fail(versions, observed):
+    with pytest.raises(AssertionError, match=r"must route to some of \['worker'\] and to no other Pod through the "
+                                             r"loss of the head; " + observed):
+        rayservice.serve_endpoints_must_have_stayed(_SeenSlices(*versions), ["worker"], through="the loss of the head")
