@@ -186,19 +186,23 @@ class _SeenSlices:
     def snapshot(self):
         return self.versions
 
+    def now(self):
+        return float(len(self.versions))
 
-def test_serve_endpoints_that_kept_the_worker_pass():
-    seen = _SeenSlices(("LISTED", "s1", [("worker", True)]), ("MODIFIED", "s1", [("worker", True), ("head", False)]))
-    rayservice.serve_endpoints_must_have_stayed(seen, ["worker"], through="the loss of the head")
+
+def test_serve_endpoints_that_kept_the_worker_pass_and_report_how_long_none_was_ready():
+    seen = _SeenSlices(("LISTED", "s1", [("worker", True)]), ("MODIFIED", "s1", [("worker", False), ("head", False)]),
+                       ("MODIFIED", "s1", [("worker", True)]))
+    assert rayservice.serve_endpoints_must_have_stayed(seen, ["worker"], through="the loss of the head") == 1.0
 
 
 @pytest.mark.parametrize("versions, observed", [
-    ([("LISTED", "s1", [("worker", True)]), ("MODIFIED", "s1", [("worker", False)])], r"observed ready endpoints \[\]"),
+    ([("LISTED", "s1", [("worker", True)]), ("MODIFIED", "s1", [])], r"listed \[\], ready \[\]"),
     ([("LISTED", "s1", [("worker", True)]), ("MODIFIED", "s1", [("worker", True), ("head", True)])],
-     r"observed ready endpoints \['head', 'worker'\] at 1.0s"),
-    ([("LISTED", "s1", [("worker", True)]), ("DELETED", "s1", [("worker", True)])], r"observed ready endpoints \[\]"),
+     r"at 1.0s listed \['head', 'worker'\], ready \['head', 'worker'\]"),
+    ([("LISTED", "s1", [("worker", True)]), ("DELETED", "s1", [("worker", True)])], r"listed \[\], ready \[\]"),
 ])
 def test_serve_endpoints_that_lost_the_worker_or_gained_the_head_fail(versions, observed):
-    with pytest.raises(AssertionError, match=r"must route to some of \['worker'\] and to no other Pod through the "
-                                             r"loss of the head; " + observed):
+    with pytest.raises(AssertionError, match=r"must select \['worker'\] and route to no other Pod through the "
+                                             r"loss of the head; observed .*" + observed):
         rayservice.serve_endpoints_must_have_stayed(_SeenSlices(*versions), ["worker"], through="the loss of the head")
