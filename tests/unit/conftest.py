@@ -48,6 +48,9 @@ class FakeProvider:
     def down(self):
         self._record("down")
 
+    def prepare_images(self, objects):  # the run's samples (e.g. the gateway fixture's): nothing to load here
+        pass
+
 
 class BrokenProvider(FakeProvider):
     def up(self):

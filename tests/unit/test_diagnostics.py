@@ -63,6 +63,9 @@ class FakeCore:
         if namespace == "ray-system":
             assert label_selector == "app=kuberay"
             return NS(items=[pod("kuberay-operator-1", 0)])
+        if namespace == "gateway-ns":
+            assert label_selector == "app=traefik"
+            return NS(items=[pod("traefik-1", 0)])
         return NS(items=[pod("head", 1)])
 
     def list_namespaced_service(self, namespace):
@@ -83,14 +86,25 @@ def fake_api(monkeypatch):
     monkeypatch.setattr(client, "BatchV1Api", lambda api: NS(list_namespaced_job=lambda ns: NS(items=[])))
     selector = NS(spec=NS(selector=NS(match_labels={"app": "kuberay"})))
     monkeypatch.setattr(client, "AppsV1Api", lambda api: NS(read_namespaced_deployment=lambda name, ns: selector))
+    eps = client.V1EndpointSlice(address_type="IPv4", endpoints=[], metadata=client.V1ObjectMeta(name="serve-abc"))
+    monkeypatch.setattr(client, "DiscoveryV1Api",
+                        lambda api: NS(list_namespaced_endpoint_slice=lambda ns: NS(items=[eps])))
+
+    def gateway_objects(group, version, ns, plural):
+        return {"items": [{"metadata": {"name": "greeter-httproute"}}] if plural == "httproutes" else []}
+    monkeypatch.setattr(client, "CustomObjectsApi", lambda api: NS(list_namespaced_custom_object=gateway_objects))
     return core
 
 
 def test_collect_saves_objects_and_logs_without_secret_values(fake_api, tmp_path):
-    errors = collect(client.ApiClient(), "ns", tmp_path, operator=("ray-system", "kuberay-operator"), since_seconds=90)
+    errors = collect(client.ApiClient(), "ns", tmp_path, operator=("ray-system", "kuberay-operator"), since_seconds=90,
+                     also_logs=(("gateway-ns", "app=traefik", "gateway"),))
     files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
-    assert files == ["errors.txt", "jobs.yaml", "logs/head.ray-head.log", "logs/head.ray-head.previous.log",
+    assert files == ["endpointslices.yaml", "errors.txt", "gateway/traefik-1.ray-head.log", "httproutes.yaml",
+                     "jobs.yaml", "logs/head.ray-head.log", "logs/head.ray-head.previous.log",
                      "operator/kuberay-operator-1.ray-head.log", "pods.yaml", "rayclusters.yaml", "services.yaml"]
+    assert "since=90" in (tmp_path / "gateway/traefik-1.ray-head.log").read_text()
+    assert "kind: HTTPRoute" in (tmp_path / "httproutes.yaml").read_text()
     assert errors == ["events: ApiException: (500) Reason: boom"]
     assert "kind: RayCluster" in (tmp_path / "rayclusters.yaml").read_text()
     assert "previous=True" in (tmp_path / "logs/head.ray-head.previous.log").read_text()

@@ -170,3 +170,40 @@ def test_no_raycluster_must_be_created():
                                              r"observed RayCluster d created at 1.0s"):
         history.no_raycluster_must_be_created(FakeWatch(("LISTED", c), ("ADDED", {"metadata": {"name": "d"}})),
                                               through="the loss")
+
+
+class _SeenSlices:
+    """What serve_endpoints_must_have_stayed reads from a watch: its versions of EndpointSlices, in order."""
+
+    def __init__(self, *versions):
+        self.versions = [types.SimpleNamespace(t=float(i), type=kind, name=name, obj={
+            "metadata": {"name": name},
+            "endpoints": [{"targetRef": {"kind": "Pod", "name": p}, "conditions": {"ready": r}} for p, r in eps]})
+            for i, (kind, name, eps) in enumerate(versions)]
+
+    def must_not_have_failed(self):
+        pass
+
+    def snapshot(self):
+        return self.versions
+
+    def now(self):
+        return float(len(self.versions))
+
+
+def test_serve_endpoints_that_kept_the_worker_pass_and_report_how_long_none_was_ready():
+    seen = _SeenSlices(("LISTED", "s1", [("worker", True)]), ("MODIFIED", "s1", [("worker", False), ("head", False)]),
+                       ("MODIFIED", "s1", [("worker", True)]))
+    assert rayservice.serve_endpoints_must_have_stayed(seen, ["worker"], through="the loss of the head") == 1.0
+
+
+@pytest.mark.parametrize("versions, observed", [
+    ([("LISTED", "s1", [("worker", True)]), ("MODIFIED", "s1", [])], r"listed \[\], ready \[\]"),
+    ([("LISTED", "s1", [("worker", True)]), ("MODIFIED", "s1", [("worker", True), ("head", True)])],
+     r"at 1.0s listed \['head', 'worker'\], ready \['head', 'worker'\]"),
+    ([("LISTED", "s1", [("worker", True)]), ("DELETED", "s1", [("worker", True)])], r"listed \[\], ready \[\]"),
+])
+def test_serve_endpoints_that_lost_the_worker_or_gained_the_head_fail(versions, observed):
+    with pytest.raises(AssertionError, match=r"must select \['worker'\] and route to no other Pod through the "
+                                             r"loss of the head; observed .*" + observed):
+        rayservice.serve_endpoints_must_have_stayed(_SeenSlices(*versions), ["worker"], through="the loss of the head")

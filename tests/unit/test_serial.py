@@ -98,3 +98,40 @@ def test_a_serial_test_skipped_by_a_marker_takes_no_lock(pytester):
     """)
     assert {i.name: _skipped(i) for i in items} == {"test_skipif_true": True, "test_skip": True,
                                                      "test_skipif_false": False}
+
+
+GATEWAY_TESTS = """
+import json, os, time
+import pytest
+
+@pytest.fixture
+def gateway():
+    return "one per cluster"
+
+def record(name):
+    path = os.path.join(os.environ["SPANS"], name)
+    start = time.time(); time.sleep(0.6); open(path, "w").write(json.dumps([start, time.time()]))
+
+@pytest.mark.feature("RayClusterProvisioning")
+@pytest.mark.parametrize("i", range(2))
+def test_with_gateway(cluster, gateway, i):
+    record(f"gateway{i}")
+
+@pytest.mark.feature("RayClusterSuspend")
+def test_without(cluster):
+    record("without")
+"""
+
+
+def test_tests_using_an_exclusive_fixture_never_overlap(suite, pytester, monkeypatch):
+    """Two tests using the `gateway` fixture (one Gateway implementation for the whole cluster) run one after the
+    other, while a test that does not use it still runs beside them."""
+    spans = pytester.mkdir("spans")
+    monkeypatch.setenv("SPANS", str(spans))
+    suite.tests(GATEWAY_TESTS)
+    result = suite.run_subprocess("--all-features", "-n", "3")
+    result.assert_outcomes(passed=3)
+    got = {p.name: json.loads(p.read_text()) for p in spans.iterdir()}
+    assert not overlaps(got["gateway0"], got["gateway1"]), f"the two tests using the gateway overlapped: {got}"
+    assert any(overlaps(got["without"], got[g]) for g in ("gateway0", "gateway1")), \
+        f"the test without the gateway ran beside neither: {got}"
