@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.breaks.test_breaks import BASE_PROFILE, CASES, PATCHES
+from tests.breaks.harness import Case
+from tests.breaks.test_breaks import CASES, PATCHES
+
+BASE_PROFILE = Case.profile  # the release module patches apply to (tree patches are checked by the cases themselves)
 from tests.suiterun import PROFILES
 
 pytestmark = pytest.mark.integration
@@ -40,8 +43,9 @@ def test_patch_applies_to_its_release(patch: Path, base_source: Path):
 
 
 def test_every_patch_is_used_by_a_case():
-    used = {c.patch for c in CASES if c.patch}
-    unused = sorted(p.stem for p in PATCHES.glob("*.patch") if p.stem not in used)
+    used = {c.patch for c in CASES if c.patch} | {c.tree_patch for c in CASES if c.tree_patch}
+    unused = sorted(str(p.relative_to(PATCHES).with_suffix("")) for p in PATCHES.rglob("*.patch")
+                    if str(p.relative_to(PATCHES).with_suffix("")) not in used)
     assert not unused, f"patches no break case uses: {unused}; add a Case(patch=...) or delete them"
     missing = sorted(n for n in used if not (PATCHES / f"{n}.patch").is_file())
     assert not missing, f"break cases name patches that do not exist: {missing}"
