@@ -1,15 +1,15 @@
 """Events read alike whichever API the operator writes them through (core/v1 count, events.k8s.io/v1 series)."""
 from __future__ import annotations
 
-from types import SimpleNamespace as NS
-
 from rayconformance.fixtures import events
 
 
-def v1(reason: str, *, series: int | None = None, deprecated: int | None = None) -> NS:
-    """An events.k8s.io/v1 Event as the client returns it (the fields read)."""
-    return NS(reason=reason, type="Normal", note="n", regarding=NS(kind="RayCluster", name="c"),
-              deprecated_count=deprecated, series=NS(count=series) if series else None)
+def v1(reason: str, *, series: int | None = None, deprecated: int | None = None) -> dict:
+    """An events.k8s.io/v1 Event as the API returns it (the fields read; one written through core/v1 has no
+    eventTime and no series)."""
+    return {"reason": reason, "type": "Normal", "note": "n", "regarding": {"kind": "RayCluster", "name": "c"},
+            "metadata": {"name": reason}, **({"deprecatedCount": deprecated} if deprecated else {}),
+            **({"series": {"count": series}} if series else {})}
 
 
 def test_repeats_count_from_series_then_the_deprecated_count_then_one():
