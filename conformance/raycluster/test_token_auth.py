@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.rayjob import rayjob_must_create_its_cluster, rayjob_must_succeed
-from rayconformance.fixtures.expect.rayservice import (active_and_pending_clusters, rayservice_must_be_ready,
-                                                       serve_service_must_answer)
+from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
 
 WRONG_TOKEN = "not-the-cluster-token"
 
@@ -33,14 +31,12 @@ def test_rayjob_succeeds_with_token_auth(ctx):
     """A RayJob whose cluster has token authentication on runs to completion (SUCCEEDED/Complete): its
     submitter gets through to Ray's Jobs API, while the cluster's dashboard refuses requests without the
     token."""
-    body = ctx.sample("rayjob-token-auth")
-    name = body["metadata"]["name"]
-    ctx.resources("RayJob").create(body)
+    job = ctx.create_rayjob("rayjob-token-auth")
 
-    cluster = ctx.raycluster(rayjob_must_create_its_cluster(ctx.k8s, ctx.namespace, name, ctx.timeouts.medium))
+    cluster = job.must_create_its_cluster(ctx.timeouts.medium)
     cluster.must_be_provisioned(ctx.timeouts.medium)
     cluster.dashboard_must_refuse(what="a request without the token")
-    rayjob_must_succeed(ctx.k8s, ctx.namespace, name, ctx.timeouts.job, when="with token authentication on")
+    job.must_succeed(when="with token authentication on")
 
 
 @pytest.mark.feature("RayClusterTokenAuth", "RayServiceReady")
@@ -52,11 +48,10 @@ def test_rayservice_serves_with_token_auth(ctx):
     greeter = [d for d in ctx.samples("rayservice-greeter") if d["kind"] == "ConfigMap"]
     service = ctx.samples("rayservice-token-auth")
     ctx.create(greeter + service)
-    name = next(d for d in service if d["kind"] == "RayService")["metadata"]["name"]
-    obj = rayservice_must_be_ready(ctx.k8s, ctx.namespace, name, ctx.timeouts.provision)
-    active, _ = active_and_pending_clusters(obj)
+    rayservice = ctx.rayservice(next(d for d in service if d["kind"] == "RayService")["metadata"]["name"])
+    active, _ = active_and_pending_clusters(rayservice.must_be_ready())
 
     cluster = ctx.raycluster(active)
     assert cluster.get() is not None, f"the RayService's active RayCluster {active} does not exist"
     cluster.dashboard_must_refuse(what="a request without the token")
-    serve_service_must_answer(ctx.k8s, ctx.namespace, obj, ctx.timeouts.pods, body=f"v1 from {active}")
+    rayservice.serve_service_must_answer(body=f"v1 from {active}")
