@@ -8,7 +8,7 @@ CONFORMANCE_ARGS ?=
 # parallel test workers for the suite (pytest-xdist): cores + 1, at most one per 4 GiB of memory
 JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30; print(max(1, min((os.cpu_count() or 1) + 1, g // 4)))")
 
-.PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
+.PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit verify-published setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
 
 # builds only the bed's base; the selected profile's operator and the Gateway implementation are built on first use
 # (with --provider kind or --cluster kind-*: the offline kind images too, cached; clusters/kind/README.md)
@@ -42,6 +42,10 @@ test-breaks: setup
 
 unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+# every run under reports/published/ verifies against the suite that made it (reports/README.md)
+verify-published: venv
+	$(PY) -m rayconformance verify --published
 
 setup: deps tools venv
 setup-base: deps tools-base venv

@@ -74,6 +74,7 @@ features: [RayClusterProvisioning]
     (["--timeout-scale=0"], None, "--timeout-scale must be a number > 0, got '0'"),
     (["--timeout-scale=fast"], None, "--timeout-scale must be a number > 0, got 'fast'"),
     (["--run-id=a/b"], None, "--run-id 'a/b' is not usable"),
+    (["--run-id=published"], None, "--run-id published: reports/published/ holds published runs"),
     (["--provider=kind", "--cluster=local-cpu"], None,
      "cluster definition 'local-cpu' is for provider 'local', not 'kind'"),
     (["--cluster=nowhere"], None, "cluster definition 'nowhere' not found"),
