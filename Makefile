@@ -11,7 +11,8 @@ JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sys
 .PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit verify-published setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
 
 # builds only the bed's base; the selected profile's operator and the Gateway implementation are built on first use
-# (with --provider kind or --cluster kind-*: the offline kind images too, cached; clusters/kind/README.md)
+# (with --provider kind or --cluster kind-*: the offline kind images too, cached; clusters/kind/README.md); a kind run
+# picked by default (a Docker engine answers) pulls the public images and builds the kind CLI on first use
 conformance: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
 	$(PY) -m pytest conformance -n $(JOBS) $(CONFORMANCE_ARGS)
 

@@ -3,8 +3,9 @@
 
 `ensure("kuberay", "v1.6.1", "bin/ray-operator")` returns a component's directory, running
 `clusters/local/build-tools.sh kuberay@v1.6.1` first when it is not there yet (its output goes to
-`<cache>/logs/build-<component>-<version>.log`). So a run builds only what it needs: the selected profile's
-operator, and the Gateway implementation only when a test installs it.
+`<cache>/logs/build-<component>-<version>.log`; on a terminal its progress shows, with the time left from the
+component's last build, recorded in `<cache>/logs/build-times.tsv`). So a run builds only what it needs: the
+selected profile's operator, and the Gateway implementation only when a test installs it.
 """
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ import sys
 import time
 from pathlib import Path
 
+from .progress import Step
+
 CACHE = Path(os.environ.get("RAYCONF_CACHE", "/var/cache/rayconformance"))
 BUILDER = Path(__file__).resolve().parent / "local"  # build-tools.sh and the versions.env it pins
 BUILD_SCRIPT = BUILDER / "build-tools.sh"
+BUILD_TIMES = CACHE / "logs" / "build-times.tsv"  # UTC time, what, version, seconds: one line per real build
 
 
 class ToolBuildError(RuntimeError):
@@ -47,14 +51,43 @@ def ensure(component: str, version: str, marker: str, env: dict[str, str] | None
 def _build(component: str, version: str, marker: Path, log: Path, env: dict[str, str]) -> None:
     sys.stderr.write(f"rayconformance: building {component} {version} (first use; log {log})\n")
     started = time.monotonic()
-    with log.open("w") as out:
+    with Step(f"building {component} {version}", last_build_seconds(component)) as step, log.open("w") as out:
         r = subprocess.run(["bash", str(BUILD_SCRIPT), f"{component}@{version}"], stdout=out,
                            stderr=subprocess.STDOUT, env={**os.environ, **env})
-    if r.returncode != 0 or not marker.exists():
-        last = [ln for ln in log.read_text().splitlines() if ln.strip()][-1:] or ["no output"]
-        raise ToolBuildError(f"building {component} {version} failed (exit {r.returncode}): {last[0].strip()}; "
-                             f"see {log}")
-    sys.stderr.write(f"rayconformance: built {component} {version} in {time.monotonic() - started:.0f}s\n")
+        ok = r.returncode == 0 and marker.exists()
+        if not ok:
+            last = [ln for ln in log.read_text().splitlines() if ln.strip()][-1:] or ["no output"]
+            raise ToolBuildError(f"building {component} {version} failed (exit {r.returncode}): {last[0].strip()}; "
+                                 f"see {log}")
+    seconds = time.monotonic() - started
+    record_build(component, version, seconds)
+    if not step.shown:  # on a terminal the step's own line said it
+        sys.stderr.write(f"rayconformance: built {component} {version} in {seconds:.0f}s\n")
+
+
+def record_build(what: str, version: str, seconds: float) -> None:
+    """One line in BUILD_TIMES for a real build, as the build scripts write them (`record_build` in their lib)."""
+    try:
+        with BUILD_TIMES.open("a") as f:
+            f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\t{what}\t{version}\t{seconds:.0f}\n")
+    except OSError:
+        pass  # only an estimate is lost
+
+
+def last_build_seconds(what: str, path: Path | None = None) -> float | None:
+    """How long the last real build of `what` (any version) took, from BUILD_TIMES; None if never recorded."""
+    try:
+        lines = (path or BUILD_TIMES).read_text().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        cols = line.split("\t")
+        if len(cols) == 4 and cols[1] == what:
+            try:
+                return float(cols[3])
+            except ValueError:
+                continue
+    return None
 
 
 def versions() -> dict[str, str]:

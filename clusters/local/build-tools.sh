@@ -7,7 +7,8 @@
 #        with RAYCONF_OPERATOR_TREE=dir, `kuberay@tree-<key>` builds that KubeRay source tree (key: its commit, and a
 #        digest of its uncommitted changes: `python -m rayconformance.fixtures.source_tree build DIR` computes it);
 #        helm: the Helm CLI at HELM_VERSION; actionlint: the workflow linter `make test` checks the CI recipe with,
-#        not built by default)
+#        not built by default; kind: the kind CLI at KIND_VERSION (clusters/kind/build-kind-tools.sh), for a kind
+#        run on a user's Docker, not built by default)
 # Already-built components are skipped. Prints what it builds and how long each took.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -226,7 +227,8 @@ for arg in ${*:-$all}; do
     helm) ( [ -n "$v" ] && HELM_VERSION=$v; build_helm ) ;;
     actionlint) ( [ -n "$v" ] && ACTIONLINT_VERSION=$v; build_actionlint ) ;;
     etcd|kubernetes|kubenode|coredns|gatewayapi) ( "build_$c" ) ;;
-    *) echo "build-tools: unknown component '$c' (known: $all kubenode actionlint)" >&2; exit 2 ;;
+    kind) bash "$here/../kind/build-kind-tools.sh" kind ;;
+    *) echo "build-tools: unknown component '$c' (known: $all kubenode actionlint kind)" >&2; exit 2 ;;
   esac
 done
 echo "build-tools: done in $(( $(stamp) - start ))s (cache: $CACHE)"

@@ -11,6 +11,7 @@ import yaml
 from rayconformance.clusters import definition as definitions
 from rayconformance.fixtures.providers import ProviderError, make_provider
 from rayconformance.clusters import kind as kindtools
+from rayconformance.clusters.toolcache import ToolBuildError
 from rayconformance.fixtures.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,12 +74,13 @@ class Clock:
         self.now += s
 
 
-def provider(definition, run_dir, runner, keep=False, missing_tools=(), node_image=None, archives=None, cached=None):
+def provider(definition, run_dir, runner, keep=False, missing_tools=(), node_image=None, archives=None, cached=None,
+             build_tool=lambda t: None):
     clock = Clock()
     p = KindProvider(definitions.load(definition), run_dir, keep=keep, runner=runner, clock=clock, sleep=clock.sleep,
                      which=lambda t: None if t in missing_tools else f"/usr/bin/{t}",
                      cached_tool=lambda t: (cached or {}).get(t), node_image=lambda: node_image,
-                     image_archives=lambda: dict(archives or {}))
+                     image_archives=lambda: dict(archives or {}), build_tool=build_tool)
     return p, clock
 
 
@@ -202,6 +204,61 @@ def test_all_missing_tools_are_named_together(tmp_path):
     with pytest.raises(ProviderError) as e:
         provider("kind-cpu", tmp_path, Runner(), missing_tools={"kind", "kubectl"})[0].up()
     assert "\n" not in str(e.value) and "`kind`" in str(e.value) and "`kubectl`" in str(e.value)
+
+
+class Builds:
+    """Records the tools built on first use; `fail` makes a build fail as the tool cache's do."""
+
+    def __init__(self, fail=False):
+        self.built, self.fail = [], fail
+
+    def __call__(self, name):
+        if name == "docker":
+            return None
+        self.built.append(name)
+        if self.fail:
+            raise ToolBuildError(f"building {name} v0 failed (exit 1): go: no network; see /cache/logs/build-{name}.log")
+        return Path(f"/cache/{name}/bin/{name}")
+
+
+def test_a_missing_kind_is_built_into_the_tool_cache_and_used(tmp_path):
+    """A kind run on a user's Docker (the default where one answers) gets kind and kubectl without `make
+    kind-tools`: built on first use, only the missing ones."""
+    r, builds = Runner(), Builds()
+    p, _ = provider("kind-cpu", tmp_path, r, missing_tools={"kind"}, build_tool=builds)
+    p.up()
+    assert builds.built == ["kind"]
+    assert r.calls[1][:3] == ["/cache/kind/bin/kind", "get", "clusters"], r.lines()[:2]
+    assert p.tools["kubectl"] == "kubectl"
+
+
+def test_tools_on_path_or_in_the_cache_are_not_built(tmp_path):
+    builds = Builds()
+    provider("kind-cpu", tmp_path, Runner(), cached={"kind": Path("/c/kind")}, build_tool=builds)[0].up()
+    assert builds.built == []
+
+
+def test_a_failed_build_of_a_missing_tool_is_one_line(tmp_path):
+    r = Runner()
+    with pytest.raises(ProviderError) as e:
+        provider("kind-cpu", tmp_path, r, missing_tools={"kind", "kubectl"}, build_tool=Builds(fail=True))[0].up()
+    msg = str(e.value)
+    assert msg == ("provider kind: `kind` not found on PATH, and building it failed: building kind v0 failed (exit 1): "
+                   "go: no network; see /cache/logs/build-kind.log"), msg
+    assert r.calls == []
+
+
+def test_nothing_is_built_when_docker_is_missing(tmp_path):
+    builds = Builds()
+    with pytest.raises(ProviderError) as e:
+        provider("kind-cpu", tmp_path, Runner(), missing_tools={"docker", "kind"}, build_tool=builds)[0].up()
+    assert builds.built == [] and "`docker` not found" in str(e.value) and "`kind` not found" in str(e.value)
+
+
+def test_the_tool_cache_builds_kind_and_kubectl_only():
+    assert set(kindtools.BUILDABLE) == {"kind", "kubectl"} and kindtools.build_tool("docker") is None
+    built = (REPO / "clusters" / "local" / "build-tools.sh").read_text()
+    assert 'kind) bash "$here/../kind/build-kind-tools.sh" kind' in built  # `ensure("kind", ...)` builds it
 
 
 ENGINE = f"env {kindtools.engine_env()}"
