@@ -375,3 +375,17 @@ def test_node_image_and_definition_checks(tmp_path):
 
 def test_make_provider_builds_the_kind_provider(tmp_path):
     assert isinstance(make_provider("kind", "kind-gpu", tmp_path), KindProvider)
+
+
+@pytest.mark.parametrize("args, kind_steps", [
+    ("", False),  # the provider by default: the local bed, or kind on a user's Docker (kind built on first use)
+    ("--provider local", False),
+    ("--provider kind", True),  # named: the offline images for the project's engine too
+    ("--cluster kind-gpu", True),
+])
+def test_make_conformance_builds_kind_tools_only_for_a_named_kind_run(args, kind_steps):
+    r = subprocess.run(["make", "-n", "conformance", f"CONFORMANCE_ARGS={args}"], cwd=REPO, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    steps = [line for line in r.stdout.splitlines() if "clusters/kind/" in line]
+    assert bool(steps) == kind_steps, r.stdout
