@@ -3,10 +3,13 @@ from how long it took the last time, about how long is left.
 
 `Step(what, estimate)` is a context manager: on a terminal it rewrites one status line every second while the step
 runs and leaves one line saying how long it took; where stderr is not a terminal (CI logs, pipes, pytest capture)
-it writes nothing. It sits in the lowest layer so the tool cache's builds show progress too.
+or in a pytest-xdist worker (the controller owns the terminal) it writes nothing. A step inside another (a build
+on first use during an install) has the line to itself until it ends; `say` writes a line of its own without
+breaking the status line. It sits in the lowest layer so the tool cache's builds show progress too.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -14,6 +17,8 @@ from typing import Callable, TextIO
 
 PREFIX = "rayconformance: "
 CLEAR = "\r\033[K"  # to the line's start, erase it
+_lock = threading.Lock()
+_steps: list["Step"] = []  # the steps running, innermost last: only it writes its status line
 
 
 def clock(seconds: float) -> str:
@@ -44,7 +49,7 @@ class Step:
                  interval: float = 1.0, now: Callable[[], float] = time.monotonic):
         self.what, self.estimate, self.interval, self.now = what, estimate, interval, now
         self.stream = stream if stream is not None else sys.stderr
-        self.shown = _isatty(self.stream)
+        self.shown = _isatty(self.stream) and not os.environ.get("PYTEST_XDIST_WORKER")
         self.started = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -52,6 +57,8 @@ class Step:
     def __enter__(self) -> "Step":
         self.started = self.now()
         if self.shown:
+            with _lock:
+                _steps.append(self)
             self._write(CLEAR + PREFIX + status(self.what, 0, self.estimate))
             self._thread = threading.Thread(target=self._tick, name="rayconformance-progress", daemon=True)
             self._thread.start()
@@ -62,18 +69,37 @@ class Step:
         if self._thread is not None:
             self._thread.join(timeout=2 * self.interval)
         if self.shown:
+            with _lock:
+                if self in _steps:
+                    _steps.remove(self)
             self._write(CLEAR + PREFIX + finished(self.what, self.now() - self.started, exc_type is None) + "\n")
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval):
-            self._write(CLEAR + PREFIX + status(self.what, self.now() - self.started, self.estimate))
+            with _lock:
+                innermost = bool(_steps) and _steps[-1] is self
+            if innermost:
+                self._write(CLEAR + PREFIX + status(self.what, self.now() - self.started, self.estimate))
 
     def _write(self, text: str) -> None:
         try:
-            self.stream.write(text)
-            self.stream.flush()
+            with _lock:
+                self.stream.write(text)
+                self.stream.flush()
         except (OSError, ValueError):  # the terminal went away (a closed pipe, a closed file): stay quiet
             self.shown = False
+
+
+def say(text: str, stream: TextIO | None = None) -> None:
+    """Write one line; while a step shows its status line, in its place (the status comes back at its next tick)."""
+    stream = stream if stream is not None else sys.stderr
+    with _lock:
+        busy = any(s.stream is stream for s in _steps)
+        try:
+            stream.write((CLEAR if busy else "") + text + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def _isatty(stream) -> bool:

@@ -12,16 +12,15 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from .progress import Step
+from .progress import Step, say
 
 CACHE = Path(os.environ.get("RAYCONF_CACHE", "/var/cache/rayconformance"))
 BUILDER = Path(__file__).resolve().parent / "local"  # build-tools.sh and the versions.env it pins
 BUILD_SCRIPT = BUILDER / "build-tools.sh"
-BUILD_TIMES = CACHE / "logs" / "build-times.tsv"  # UTC time, what, version, seconds: one line per real build
+BUILD_TIMES = "build-times.tsv"  # in <cache>/logs: UTC time, what, version, seconds; one line per real build
 
 
 class ToolBuildError(RuntimeError):
@@ -49,35 +48,36 @@ def ensure(component: str, version: str, marker: str, env: dict[str, str] | None
 
 
 def _build(component: str, version: str, marker: Path, log: Path, env: dict[str, str]) -> None:
-    sys.stderr.write(f"rayconformance: building {component} {version} (first use; log {log})\n")
+    say(f"rayconformance: building {component} {version} (first use; log {log})")
     started = time.monotonic()
-    with Step(f"building {component} {version}", last_build_seconds(component)) as step, log.open("w") as out:
-        r = subprocess.run(["bash", str(BUILD_SCRIPT), f"{component}@{version}"], stdout=out,
-                           stderr=subprocess.STDOUT, env={**os.environ, **env})
-        ok = r.returncode == 0 and marker.exists()
-        if not ok:
+    with Step(f"building {component} {version}", last_build_seconds(component)) as step:
+        with log.open("w") as out:
+            r = subprocess.run(["bash", str(BUILD_SCRIPT), f"{component}@{version}"], stdout=out,
+                               stderr=subprocess.STDOUT, env={**os.environ, **env})
+        if r.returncode != 0 or not marker.exists():
             last = [ln for ln in log.read_text().splitlines() if ln.strip()][-1:] or ["no output"]
             raise ToolBuildError(f"building {component} {version} failed (exit {r.returncode}): {last[0].strip()}; "
                                  f"see {log}")
     seconds = time.monotonic() - started
     record_build(component, version, seconds)
     if not step.shown:  # on a terminal the step's own line said it
-        sys.stderr.write(f"rayconformance: built {component} {version} in {seconds:.0f}s\n")
+        say(f"rayconformance: built {component} {version} in {seconds:.0f}s")
 
 
 def record_build(what: str, version: str, seconds: float) -> None:
-    """One line in BUILD_TIMES for a real build, as the build scripts write them (`record_build` in their lib)."""
+    """One line in <cache>/logs/BUILD_TIMES for a real build, as the build scripts write them (`record_build` in their lib)."""
     try:
-        with BUILD_TIMES.open("a") as f:
+        with (CACHE / "logs" / BUILD_TIMES).open("a") as f:
             f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\t{what}\t{version}\t{seconds:.0f}\n")
     except OSError:
         pass  # only an estimate is lost
 
 
 def last_build_seconds(what: str, path: Path | None = None) -> float | None:
-    """How long the last real build of `what` (any version) took, from BUILD_TIMES; None if never recorded."""
+    """How long the last real build of `what` (any version) took, from <cache>/logs/BUILD_TIMES; None if never
+    recorded."""
     try:
-        lines = (path or BUILD_TIMES).read_text().splitlines()
+        lines = (path or CACHE / "logs" / BUILD_TIMES).read_text().splitlines()
     except OSError:
         return None
     for line in reversed(lines):
