@@ -15,12 +15,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from .progress import Step, say
+from .progress import Step, last_seconds, say
 
 CACHE = Path(os.environ.get("RAYCONF_CACHE", "/var/cache/rayconformance"))
 BUILDER = Path(__file__).resolve().parent / "local"  # build-tools.sh and the versions.env it pins
 BUILD_SCRIPT = BUILDER / "build-tools.sh"
-BUILD_TIMES = "build-times.tsv"  # in <cache>/logs: UTC time, what, version, seconds; one line per real build
+BUILD_TIMES = "build-times.tsv"  # in <cache>/logs, written by build-tools.sh (clusters/progress.py relay)
 
 
 class ToolBuildError(RuntimeError):
@@ -59,35 +59,13 @@ def _build(component: str, version: str, marker: Path, log: Path, env: dict[str,
             raise ToolBuildError(f"building {component} {version} failed (exit {r.returncode}): {last[0].strip()}; "
                                  f"see {log}")
     seconds = time.monotonic() - started
-    record_build(component, version, seconds)
-    if not step.shown:  # on a terminal the step's own line said it
+    if not step.wrote:  # on a terminal the step's own line said it
         say(f"rayconformance: built {component} {version} in {seconds:.0f}s")
 
 
-def record_build(what: str, version: str, seconds: float) -> None:
-    """One line in <cache>/logs/BUILD_TIMES for a real build, as the build scripts write them (`record_build` in their lib)."""
-    try:
-        with (CACHE / "logs" / BUILD_TIMES).open("a") as f:
-            f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\t{what}\t{version}\t{seconds:.0f}\n")
-    except OSError:
-        pass  # only an estimate is lost
-
-
-def last_build_seconds(what: str, path: Path | None = None) -> float | None:
-    """How long the last real build of `what` (any version) took, from <cache>/logs/BUILD_TIMES; None if never
-    recorded."""
-    try:
-        lines = (path or CACHE / "logs" / BUILD_TIMES).read_text().splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        cols = line.split("\t")
-        if len(cols) == 4 and cols[1] == what:
-            try:
-                return float(cols[3])
-            except ValueError:
-                continue
-    return None
+def last_build_seconds(what: str) -> float | None:
+    """How long the last real build of `what` (any version) took; None if never recorded."""
+    return last_seconds(CACHE / "logs" / BUILD_TIMES, what)
 
 
 def versions() -> dict[str, str]:

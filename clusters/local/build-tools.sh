@@ -215,9 +215,9 @@ build_actionlint() {
 }
 
 all="etcd kubernetes coredns kuberay traefik gatewayapi localpath helm"
-start=$(stamp)
-for arg in ${*:-$all}; do
-  c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
+# build_one COMPONENT VERSION (VERSION may be empty)
+build_one() {
+  local c=$1 v=$2
   case $c in
     kuberay) if [ "${v#tree-}" != "$v" ]; then ( build_kuberay_tree "$v" )
              elif [ -n "${KUBERAY_PATCH:-}" ]; then ( build_kuberay_patched "$v" ); else
@@ -228,6 +228,18 @@ for arg in ${*:-$all}; do
     actionlint) ( [ -n "$v" ] && ACTIONLINT_VERSION=$v; build_actionlint ) ;;
     etcd|kubernetes|kubenode|coredns|gatewayapi) ( "build_$c" ) ;;
     kind) bash "$here/../kind/build-kind-tools.sh" kind ;;
+  esac
+}
+
+# each build's output through the progress relay: on a terminal its time so far and left (from its last build,
+# recorded in $BUILD_TIMES by the relay from the `built in` lines); elsewhere the output as is
+BUILD_TIMES=${RAYCONF_LOGS:-$CACHE/logs}/build-times.tsv
+mkdir -p "$(dirname "$BUILD_TIMES")"
+start=$(stamp)
+for arg in ${*:-$all}; do
+  c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
+  case " $all kubenode actionlint kind " in
+    *" $c "*) build_one "$c" "$v" 2>&1 | python3 "$here/../progress.py" relay "building $c" "$c" "$BUILD_TIMES" ;;
     *) echo "build-tools: unknown component '$c' (known: $all kubenode actionlint kind)" >&2; exit 2 ;;
   esac
 done

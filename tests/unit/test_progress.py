@@ -46,20 +46,24 @@ def test_a_step_on_a_terminal_shows_its_status_then_one_line(monkeypatch):
         now.t += 30
         time.sleep(0.1)
     text = out.getvalue()
-    assert text.startswith(steps.CLEAR + "rayconformance: bringing up the cluster: 0:00, about 1:30 left")
-    assert "bringing up the cluster: 0:30, about 1:00 left" in text
+    assert text.startswith(steps.CLEAR + "rayconformance: bringing up the cluster: 0:30, about 1:00 left")
     assert text.endswith(steps.CLEAR + "rayconformance: bringing up the cluster: done in 0:30\n")
 
 
-def test_a_failed_step_says_so(monkeypatch):
+def test_a_failed_step_says_so_and_a_quick_one_leaves_nothing(monkeypatch):
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     out = Tty()
     try:
-        with steps.Step("installing the operator", stream=out, interval=10):
+        with steps.Step("installing the operator", stream=out, interval=0.01):
+            time.sleep(0.05)
             raise RuntimeError("boom")
     except RuntimeError:
         pass
     assert out.getvalue().endswith("installing the operator: failed after 0:00\n")
+    quick = Tty()
+    with steps.Step("building etcd (cached)", stream=quick, interval=10):
+        pass
+    assert quick.getvalue() == ""
 
 
 def test_a_step_is_silent_off_a_terminal_and_in_an_xdist_worker(monkeypatch):
@@ -78,6 +82,7 @@ def test_an_inner_step_has_the_line_to_itself_and_say_takes_the_status_lines_pla
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     out = Tty()
     with steps.Step("installing the operator", stream=out, interval=0.01):
+        time.sleep(0.05)
         steps.say("rayconformance: building kuberay v1.6.1 (first use; log x)", stream=out)
         with steps.Step("building kuberay v1.6.1", stream=out, interval=0.01):
             mark = len(out.getvalue())
@@ -87,15 +92,28 @@ def test_an_inner_step_has_the_line_to_itself_and_say_takes_the_status_lines_pla
     assert steps.CLEAR + "rayconformance: building kuberay v1.6.1 (first use; log x)\n" in out.getvalue()
 
 
-def test_builds_record_their_time_and_the_last_one_is_the_estimate(tmp_path, monkeypatch):
+def test_the_relay_passes_a_builds_output_and_records_its_real_builds(tmp_path, monkeypatch):
     monkeypatch.setattr(toolcache, "CACHE", tmp_path)
-    (tmp_path / "logs").mkdir()
+    times = tmp_path / "logs" / toolcache.BUILD_TIMES
+    times.parent.mkdir()
     assert toolcache.last_build_seconds("kuberay") is None
-    toolcache.record_build("kuberay", "v1.6.1", 312.4)
-    toolcache.record_build("traefik", "v3.6.12", 40)
-    toolcache.record_build("kuberay", "v1.6.2", 290)
-    (tmp_path / "logs" / toolcache.BUILD_TIMES).open("a").write("garbage line\n")
+    out = io.StringIO()
+    build = ["build-tools: building kuberay v1.6.1\n", "build-tools: kuberay v1.6.1 built in 312s -> /c/bin\n",
+             "build-tools: traefik v3.6.12 built in 40s -> /c/bin\n", "build-tools: etcd v3.6.14 cached\n",
+             "build-tools: kubernetes built in 600s -> /c/bin\n", "build-tools: kuberay v1.6.2 built in 290s -> /c\n"]
+    steps.relay("building kuberay", "kuberay", times, build, out)
+    assert out.getvalue() == "".join(build)
+    assert [line.split("\t")[1:] for line in times.read_text().splitlines()] == [
+        ["kuberay", "v1.6.1", "312"], ["traefik", "v3.6.12", "40"], ["kubernetes", "-", "600"],
+        ["kuberay", "v1.6.2", "290"]]
+    times.open("a").write("garbage line\n")
     assert toolcache.last_build_seconds("kuberay") == 290 and toolcache.last_build_seconds("traefik") == 40
+
+
+def test_the_build_scripts_pipe_each_build_through_the_relay():
+    root = Path(__file__).resolve().parents[2] / "clusters"
+    for script in ("local/build-tools.sh", "kind/build-kind-tools.sh"):
+        assert '| python3 "$here/../progress.py" relay "building $c"' in (root / script).read_text(), script
 
 
 def earlier(tests, bringup=95.0, install=40.0, provider="local"):
