@@ -1,7 +1,8 @@
 """Published results: `reports/published/<project>/<version>/`, one verified run per operator release.
 
-`publish(run_dir)` verifies a run against this checkout and copies its report files under the implementation's
-project and version read from the report. `check_published()` verifies every published run as CI does
+`publish(run_dir)` verifies a run against this checkout and against the suite commit it names (a run of uncommitted
+tests or samples could not be checked later), and copies its report files under the implementation's project and
+version read from the report. `check_published()` verifies every published run as CI does
 (`make verify-published`, and a unit test in `make test`): the directory must be the one the report names, and the
 report must verify against the suite that made it, which is this checkout when the suite digests match and
 otherwise the commit its `suiteVersion` names (`<version>+g<commit>`), read from git. Each problem is one line.
@@ -59,7 +60,12 @@ def publish(run_dir: Path, published: Path | None = None, replace: bool = False)
         more = (f" (and {len(problems) - 1} more: `python -m rayconformance verify {run_dir}` lists them)"
                 if len(problems) > 1 else "")
         raise PublishError(f"{run_dir} does not verify: {problems[0]}{more}")
-    project, version = place(read_report(run_dir))
+    report = read_report(run_dir)
+    project, version = place(report)
+    committed = against_commit(report, run_dir)
+    if committed:
+        raise PublishError(f"{run_dir}: {committed[0]}; a published run is checked against the commit it names: "
+                           "run it from a clean checkout")
     target = (published or PUBLISHED) / project / version
     if target.exists() and not replace:
         raise PublishError(f"{target} exists already; pass --replace to publish this run in its place")
@@ -102,13 +108,17 @@ def check_one(run_dir: Path, root: Path = certify.ROOT) -> list[str]:
         return [str(e)]
     if where != (run_dir.parent.name, run_dir.name):
         return [f"the report is of {where[0]} {where[1]}: publish it under {'/'.join(where)}"]
-    recorded = (report.get("certification") or {}).get("suiteDigest")
-    if recorded == certify.suite_digest(root):
+    if (report.get("certification") or {}).get("suiteDigest") == certify.suite_digest(root):
         return certify.verify(run_dir, root)
+    return against_commit(report, run_dir)
+
+
+def against_commit(report: dict, run_dir: Path) -> list[str]:
+    """The problems of the run against the suite of the commit its suiteVersion names (read from git)."""
     m = COMMIT.search(str(report.get("suiteVersion") or ""))
     if not m:
-        return [f"suite digest {recorded} is not this suite's and suiteVersion {report.get('suiteVersion')!r} names "
-                "no commit to check it against"]
+        return [f"suiteVersion {report.get('suiteVersion')!r} names no suite commit to check the run against (the "
+                "suite ran outside a git checkout)"]
     with tempfile.TemporaryDirectory(prefix="rayconf-suite-") as tmp:
         err = suite_at(m.group(1), Path(tmp))
         if err:
@@ -120,15 +130,20 @@ def check_one(run_dir: Path, root: Path = certify.ROOT) -> list[str]:
 def suite_at(commit: str, dest: Path, repo: Path = certify.ROOT) -> str | None:
     """Write the conformance tests and samples of `commit` (of the clone at `repo`) under `dest`; a one-line
     problem, or None."""
-    parts = [d for d, _ in certify.SUITE_PARTS]
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, timeout=120)
+
     try:
-        r = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit, *parts],
-                           capture_output=True, timeout=120)
+        if git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}").returncode != 0:
+            return (f"suite commit {commit} is not in this clone's history (a shallow clone? fetch it, e.g. "
+                    "actions/checkout with fetch-depth: 0)")
+        parts = git("ls-tree", "--name-only", commit, "--", *[d for d, _ in certify.SUITE_PARTS]).stdout.split()
+        r = git("archive", "--format=tar", commit, "--", *[p.decode() for p in parts]) if parts else None
     except (OSError, subprocess.SubprocessError) as e:
         return f"could not read suite commit {commit} with git: {e}"
-    if r.returncode != 0:
-        return (f"suite commit {commit} is not in this clone's history (a shallow clone? fetch it, e.g. "
-                "actions/checkout with fetch-depth: 0)")
-    with tarfile.open(fileobj=io.BytesIO(r.stdout)) as tar:
-        tar.extractall(dest, filter="data")
+    if r is not None and r.returncode != 0:
+        return f"could not read suite commit {commit} with git: {r.stderr.decode().strip()[:200]}"
+    if r is not None:
+        with tarfile.open(fileobj=io.BytesIO(r.stdout)) as tar:
+            tar.extractall(dest, filter="data")
     return None

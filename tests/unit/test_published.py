@@ -122,3 +122,19 @@ def test_an_implementation_that_cannot_name_a_directory_is_refused():
             raise AssertionError(bad)
         except publish.PublishError as e:
             assert "cannot name a directory" in str(e)
+
+
+def test_a_run_of_uncommitted_tests_is_not_published(suite, tmp_path):
+    """A published run is checked later against the commit it names: one whose tests differ is refused now."""
+    import subprocess
+
+    run(suite)
+    first = subprocess.run(["git", "-C", str(certify.ROOT), "rev-list", "--max-parents=0", "HEAD"],
+                           capture_output=True, text=True).stdout.split()[0][:12]
+    edit(suite.run_dir, lambda r: r.update(suiteVersion=f"0.1.0+g{first}"))
+    try:
+        publish.publish(suite.run_dir, tmp_path / "published")
+        raise AssertionError("published")
+    except publish.PublishError as e:
+        assert f"is not suite commit {first}'s" in str(e) and "run it from a clean checkout" in str(e), e
+    assert not (tmp_path / "published").exists()
