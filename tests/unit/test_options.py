@@ -141,3 +141,16 @@ def test_attach_kubeconfig_takes_an_existing_file_and_an_adopting_provider(suite
         suite.run("--provider=kind", "--attach-kubeconfig=bed.kubeconfig"))
     assert options_of(pytester, "--attach-kubeconfig=bed.kubeconfig").attach_kubeconfig == \
         pytester.path / "bed.kubeconfig"
+
+
+def test_attach_kubeconfig_uses_the_local_bed_where_docker_answers_too(suite, pytester, monkeypatch):
+    """Where a Docker engine answers, the provider by default is kind; a run attached to a local bed is local."""
+    from rayconformance.fixtures import providers
+
+    monkeypatch.setattr(providers, "default_provider", lambda: ("kind", "a Docker engine answers at /x"))
+    suite.tests()
+    (pytester.path / "kc").write_text("apiVersion: v1\n")
+    result = pytester.runpytest("conformance", "--collect-only", "--attach-kubeconfig=kc", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["rayconformance: provider local (--attach-kubeconfig: a local bed that is up)*"])
+    result = pytester.runpytest("conformance", "--collect-only", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["rayconformance: provider kind (a Docker engine answers at /x)*"])
