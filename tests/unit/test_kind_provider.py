@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -377,15 +378,59 @@ def test_make_provider_builds_the_kind_provider(tmp_path):
     assert isinstance(make_provider("kind", "kind-gpu", tmp_path), KindProvider)
 
 
-@pytest.mark.parametrize("args, kind_steps", [
-    ("", False),  # the provider by default: the local bed, or kind on a user's Docker (kind built on first use)
-    ("--provider local", False),
-    ("--provider kind", True),  # named: the offline images for the project's engine too
-    ("--cluster kind-gpu", True),
+def docker_engine(path: Path):
+    """A unix socket answering Docker's ping, as often as asked, until the returned server is closed."""
+    import socket
+    import threading
+
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(1024)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("args, docker, kind_steps", [
+    ("", False, False),  # the provider by default: the local bed ...
+    ("", True, False),  # ... or kind on a user's Docker: public images, kind built on first use
+    ("--provider local", True, False),
+    ("--provider kind", False, True),  # on the project's engine: the offline images
+    ("--cluster kind-gpu", False, True),
+    ("--provider kind", True, False),  # on a user's Docker: nothing offline
 ])
-def test_make_conformance_builds_kind_tools_only_for_a_named_kind_run(args, kind_steps):
-    r = subprocess.run(["make", "-n", "conformance", f"CONFORMANCE_ARGS={args}"], cwd=REPO, capture_output=True,
-                       text=True, timeout=60)
+def test_make_conformance_builds_offline_kind_images_only_for_the_projects_engine(tmp_path, args, docker, kind_steps):
+    sock = tmp_path / "docker.sock"
+    server = docker_engine(sock) if docker else None
+    try:
+        r = subprocess.run(["make", "-n", "conformance", f"CONFORMANCE_ARGS={args}"], cwd=REPO, capture_output=True,
+                           text=True, timeout=60, env={**os.environ, "DOCKER_HOST": f"unix://{sock}"})
+    finally:
+        if server:
+            server.close()
     assert r.returncode == 0, r.stderr
     steps = [line for line in r.stdout.splitlines() if "clusters/kind/" in line]
     assert bool(steps) == kind_steps, r.stdout
+
+
+def test_docker_answers_is_asked_without_the_virtualenv(tmp_path):
+    sock = tmp_path / "docker.sock"
+    env = {"PATH": os.environ["PATH"], "DOCKER_HOST": f"unix://{sock}"}
+    script = REPO / "clusters" / "kind" / "docker.py"
+    assert subprocess.run(["python3", str(script)], capture_output=True, text=True, env=env).stdout == ""
+    server = docker_engine(sock)
+    try:
+        r = subprocess.run(["python3", str(script)], capture_output=True, text=True, env=env)
+    finally:
+        server.close()
+    assert r.stdout.strip() == str(sock)
