@@ -8,18 +8,16 @@ terminal) it writes nothing. A step inside another (a build on first use during 
 until it ends; `say` writes a line of its own without breaking the status line.
 
 Build times live in the tool cache's `logs/build-times.tsv` (UTC time, what, version, seconds; one line per real
-build). The build scripts pipe each component's build through this file run as a script (it imports nothing of the
-project, so it runs before the virtualenv exists):
+build, written by the build scripts). On a terminal the build scripts pipe each component's build through this file
+run as a script (it imports nothing of the project, so it runs before the virtualenv exists):
 
     python3 clusters/progress.py relay WHAT KEY TIMES_FILE    # e.g. relay "building kubernetes" kubernetes ...
 
-which passes the build's output through, shows WHAT with the time left from the last build of KEY, and records each
-`<script>: <what> [<version>] built in <n>s` line it passes.
+which passes the build's output through and shows WHAT with the time left from the last build of KEY.
 """
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 import time
@@ -28,7 +26,6 @@ from typing import Callable, TextIO
 
 PREFIX = "rayconformance: "
 CLEAR = "\r\033[K"  # to the line's start, erase it
-BUILT = re.compile(r"^[\w-]+: (\S+)(?: (v\S+))? built in (\d+)s")
 _lock = threading.Lock()
 _steps: list["Step"] = []  # the steps running, innermost last: only it writes its status line
 
@@ -141,23 +138,11 @@ def last_seconds(times: Path, what: str) -> float | None:
     return None
 
 
-def record(times: Path, what: str, version: str, seconds: float) -> None:
-    """One line in a build-times file, as the build scripts' `record_build` writes them."""
-    try:
-        with times.open("a") as f:
-            f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\t{what}\t{version}\t{seconds:.0f}\n")
-    except OSError:
-        pass  # only an estimate is lost
-
-
 def relay(what: str, key: str, times: Path, lines, out: TextIO) -> None:
-    """Pass `lines` through to `out` while showing the step, recording the real builds they report."""
+    """Pass `lines` through to `out` while showing the step."""
     with Step(what, last_seconds(times, key), knows_outcome=False):  # the build's exit status is the script's
         for line in lines:
             say(line.rstrip("\n"), stream=out)
-            m = BUILT.match(line)
-            if m:
-                record(times, m.group(1), m.group(2) or "-", float(m.group(3)))
 
 
 def main(argv: list[str]) -> int:

@@ -19,7 +19,16 @@ export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
 command -v go >/dev/null || { echo "build-tools: 'go' not found on PATH; install Go >= 1.25 and retry" >&2; exit 2; }
 
 stamp() { date +%s; }
-report() { echo "build-tools: $1 built in $(( $(stamp) - $2 ))s -> $3"; }
+BUILD_TIMES=${RAYCONF_LOGS:-$CACHE/logs}/build-times.tsv   # one line per real build: UTC time, what, version, seconds
+# report WHAT START DIR: a real build's line, and its time in $BUILD_TIMES under the component's name (the estimate of
+# its next build; WHAT: "<name>[ <version>]")
+report() {
+  local secs=$(( $(stamp) - $2 )) what=${1%% *} ver=${1#* }; [ "$ver" = "$1" ] && ver=-
+  [ "$what" = local-path-provisioner ] && what=localpath
+  echo "build-tools: $1 built in ${secs}s -> $3"
+  { mkdir -p "$(dirname "$BUILD_TIMES")" && printf '%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$what" "$ver" \
+    "$secs" >> "$BUILD_TIMES"; } 2>/dev/null || true
+}
 # wrapper_module NAME MODULE@VERSION: `go mod init` a wrapper module here; print the path of upstream's go.mod
 wrapper_module() {
   go mod init "rayconformance.local/$1" >/dev/null 2>&1
@@ -231,15 +240,14 @@ build_one() {
   esac
 }
 
-# each build's output through the progress relay: on a terminal its time so far and left (from its last build,
-# recorded in $BUILD_TIMES by the relay from the `built in` lines); elsewhere the output as is
-BUILD_TIMES=${RAYCONF_LOGS:-$CACHE/logs}/build-times.tsv
-mkdir -p "$(dirname "$BUILD_TIMES")"
+# on a terminal each build's output goes through the progress relay, which shows its time so far and left (from its
+# last build in $BUILD_TIMES); elsewhere the output is as is (errors on stderr)
 start=$(stamp)
 for arg in ${*:-$all}; do
   c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
   case " $all kubenode actionlint kind " in
-    *" $c "*) build_one "$c" "$v" 2>&1 | python3 "$here/../progress.py" relay "building $c" "$c" "$BUILD_TIMES" ;;
+    *" $c "*) if [ -t 1 ]; then build_one "$c" "$v" 2>&1 | python3 "$here/../progress.py" relay "building $c" "$c" \
+                "$BUILD_TIMES"; else build_one "$c" "$v"; fi ;;
     *) echo "build-tools: unknown component '$c' (known: $all kubenode actionlint kind)" >&2; exit 2 ;;
   esac
 done

@@ -218,7 +218,8 @@ class Builds:
             return None
         self.built.append(name)
         if self.fail:
-            raise ToolBuildError(f"building {name} v0 failed (exit 1): go: no network; see /cache/logs/build-{name}.log")
+            raise ToolBuildError(f"building {name} v0 failed (exit 1): go: no network; "
+                                 f"see /cache/logs/build-{name}.log")
         return Path(f"/cache/{name}/bin/{name}")
 
 

@@ -92,28 +92,42 @@ def test_an_inner_step_has_the_line_to_itself_and_say_takes_the_status_lines_pla
     assert steps.CLEAR + "rayconformance: building kuberay v1.6.1 (first use; log x)\n" in out.getvalue()
 
 
-def test_the_relay_passes_a_builds_output_and_records_its_real_builds(tmp_path, monkeypatch):
+def test_the_relay_passes_a_builds_output_and_estimates_from_its_last_build(tmp_path, monkeypatch):
     monkeypatch.setattr(toolcache, "CACHE", tmp_path)
     times = tmp_path / "logs" / toolcache.BUILD_TIMES
     times.parent.mkdir()
     assert toolcache.last_build_seconds("kuberay") is None
+    times.write_text("2026-01-01T00:00:00Z\tkuberay\tv1.6.1\t312\n2026-01-01T00:00:00Z\ttraefik\tv3.6.12\t40\n"
+                     "garbage line\n2026-01-02T00:00:00Z\tkuberay\tv1.6.2\t290\n")
+    assert toolcache.last_build_seconds("kuberay") == 290 and toolcache.last_build_seconds("traefik") == 40
     out = io.StringIO()
-    build = ["build-tools: building kuberay v1.6.1\n", "build-tools: kuberay v1.6.1 built in 312s -> /c/bin\n",
-             "build-tools: traefik v3.6.12 built in 40s -> /c/bin\n", "build-tools: etcd v3.6.14 cached\n",
-             "build-tools: kubernetes built in 600s -> /c/bin\n", "build-tools: kuberay v1.6.2 built in 290s -> /c\n"]
+    build = ["build-tools: building kuberay v1.6.1\n", "build-tools: kuberay v1.6.1 built in 312s -> /c/bin\n"]
     steps.relay("building kuberay", "kuberay", times, build, out)
     assert out.getvalue() == "".join(build)
-    assert [line.split("\t")[1:] for line in times.read_text().splitlines()] == [
-        ["kuberay", "v1.6.1", "312"], ["traefik", "v3.6.12", "40"], ["kubernetes", "-", "600"],
-        ["kuberay", "v1.6.2", "290"]]
-    times.open("a").write("garbage line\n")
-    assert toolcache.last_build_seconds("kuberay") == 290 and toolcache.last_build_seconds("traefik") == 40
 
 
 def test_the_build_scripts_pipe_each_build_through_the_relay():
     root = Path(__file__).resolve().parents[2] / "clusters"
     for script in ("local/build-tools.sh", "kind/build-kind-tools.sh"):
         assert '| python3 "$here/../progress.py" relay "building $c"' in (root / script).read_text(), script
+
+
+def test_a_real_build_records_its_time_under_the_components_name(tmp_path):
+    """build-tools.sh's `report` (run alone: the script's functions, not a build)."""
+    import subprocess
+
+    script = Path(__file__).resolve().parents[2] / "clusters" / "local" / "build-tools.sh"
+    head = "\n".join(line for line in script.read_text().split("\nbuild_etcd()", 1)[0].splitlines()
+                     if not line.startswith("command -v go"))  # no Go needed to report
+    times = tmp_path / "logs" / "build-times.tsv"
+    probe = head + '\nreport "kuberay v1.6.1" $(( $(stamp) - 3 )) /c/bin\nreport "local-path-provisioner v0.0.31" ' \
+                   '$(stamp) /c/bin\nreport etcd $(stamp) /c/bin\n'
+    r = subprocess.run(["bash", "-c", probe, str(script)], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "RAYCONF_CACHE": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "build-tools: kuberay v1.6.1 built in 3s -> /c/bin"
+    rows = [line.split("\t")[1:] for line in times.read_text().splitlines()]
+    assert rows == [["kuberay", "v1.6.1", "3"], ["localpath", "v0.0.31", "0"], ["etcd", "-", "0"]]
 
 
 def earlier(tests, bringup=95.0, install=40.0, provider="local"):
@@ -231,7 +245,8 @@ def test_the_summary_table_and_the_report_paths(tmp_path):
         "regressed against baseline v161: suspend",
         f"HTML report: {html}",
         "conformance report: r/conformance-report.yaml"]
-    assert summary.closing_lines(report, None, tmp_path / "missing.html")[-1] == "regressed against baseline v161: suspend"
+    last = summary.closing_lines(report, None, tmp_path / "missing.html")[-1]
+    assert last == "regressed against baseline v161: suspend"
 
 
 def test_a_run_ends_with_the_table_and_the_html_report(suite):
