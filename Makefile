@@ -8,15 +8,21 @@ CONFORMANCE_ARGS ?=
 # parallel test workers for the suite (pytest-xdist): cores + 1, at most one per 4 GiB of memory
 JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30; print(max(1, min((os.cpu_count() or 1) + 1, g // 4)))")
 
-.PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
+.PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit verify-published setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
+
+# kind runs where no Docker engine answers use the project's engine and the offline images (kind-images); where one
+# answers (a laptop, a CI runner) the public images are pulled and the kind CLI is built on first use, so nothing more
+# (asked only when kind is named: clusters/kind/docker.py needs no virtualenv)
+KIND_OFFLINE = $(if $(shell $(PYTHON) clusters/kind/docker.py),,kind-images)
 
 # builds only the bed's base; the selected profile's operator and the Gateway implementation are built on first use
-# (with --provider kind or --cluster kind-*: the offline kind images too, cached; clusters/kind/README.md)
-conformance: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
+# (with --provider kind or --cluster kind-*: the offline kind images too where no Docker engine answers, cached;
+# clusters/kind/README.md); a kind run picked by default (a Docker engine answers) builds no offline image either
+conformance: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),$(KIND_OFFLINE))
 	$(PY) -m pytest conformance -n $(JOBS) $(CONFORMANCE_ARGS)
 
 # the quick gate for an operator release's CI: Core features only
-conformance-core: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
+conformance-core: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),$(KIND_OFFLINE))
 	$(PY) -m pytest conformance -n $(JOBS) --core-only $(CONFORMANCE_ARGS)
 
 # the suite over operator profiles x Ray versions, one run after another (on the local provider: one bed for all),
@@ -28,7 +34,7 @@ MATRIX_RAY ?=
 MATRIX_ARGS ?=
 MATRIX_PROVIDER ?=
 MATRIX_CLUSTER ?=
-matrix: setup-base $(if $(findstring kind,$(MATRIX_PROVIDER) $(MATRIX_CLUSTER)),kind-images)
+matrix: setup-base $(if $(findstring kind,$(MATRIX_PROVIDER) $(MATRIX_CLUSTER)),$(KIND_OFFLINE))
 	MATRIX_PROFILES="$(MATRIX_PROFILES)" MATRIX_RAY="$(MATRIX_RAY)" MATRIX_ARGS="$(MATRIX_ARGS)" \
 	  MATRIX_PROVIDER="$(MATRIX_PROVIDER)" MATRIX_CLUSTER="$(MATRIX_CLUSTER)" JOBS=$(JOBS) \
 	  $(PY) -m rayconformance.matrix run
@@ -42,6 +48,10 @@ test-breaks: setup
 
 unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+# every run under reports/published/ verifies against the suite that made it (reports/README.md)
+verify-published: venv
+	$(PY) -m rayconformance verify --published
 
 setup: deps tools venv
 setup-base: deps tools-base venv

@@ -7,7 +7,8 @@
 #        with RAYCONF_OPERATOR_TREE=dir, `kuberay@tree-<key>` builds that KubeRay source tree (key: its commit, and a
 #        digest of its uncommitted changes: `python -m rayconformance.fixtures.source_tree build DIR` computes it);
 #        helm: the Helm CLI at HELM_VERSION; actionlint: the workflow linter `make test` checks the CI recipe with,
-#        not built by default)
+#        not built by default; kind: the kind CLI at KIND_VERSION (clusters/kind/build-kind-tools.sh), for a kind
+#        run on a user's Docker, not built by default)
 # Already-built components are skipped. Prints what it builds and how long each took.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,7 +19,16 @@ export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
 command -v go >/dev/null || { echo "build-tools: 'go' not found on PATH; install Go >= 1.25 and retry" >&2; exit 2; }
 
 stamp() { date +%s; }
-report() { echo "build-tools: $1 built in $(( $(stamp) - $2 ))s -> $3"; }
+BUILD_TIMES=${RAYCONF_LOGS:-$CACHE/logs}/build-times.tsv   # one line per real build: UTC time, what, version, seconds
+# report WHAT START DIR: a real build's line, and its time in $BUILD_TIMES under the component's name (the estimate of
+# its next build; WHAT: "<name>[ <version>]")
+report() {
+  local secs=$(( $(stamp) - $2 )) what=${1%% *} ver=${1#* }; [ "$ver" = "$1" ] && ver=-
+  [ "$what" = local-path-provisioner ] && what=localpath
+  echo "build-tools: $1 built in ${secs}s -> $3"
+  { mkdir -p "$(dirname "$BUILD_TIMES")" && printf '%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$what" "$ver" \
+    "$secs" >> "$BUILD_TIMES"; } 2>/dev/null || true
+}
 # wrapper_module NAME MODULE@VERSION: `go mod init` a wrapper module here; print the path of upstream's go.mod
 wrapper_module() {
   go mod init "rayconformance.local/$1" >/dev/null 2>&1
@@ -214,9 +224,9 @@ build_actionlint() {
 }
 
 all="etcd kubernetes coredns kuberay traefik gatewayapi localpath helm"
-start=$(stamp)
-for arg in ${*:-$all}; do
-  c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
+# build_one COMPONENT VERSION (VERSION may be empty)
+build_one() {
+  local c=$1 v=$2
   case $c in
     kuberay) if [ "${v#tree-}" != "$v" ]; then ( build_kuberay_tree "$v" )
              elif [ -n "${KUBERAY_PATCH:-}" ]; then ( build_kuberay_patched "$v" ); else
@@ -226,7 +236,19 @@ for arg in ${*:-$all}; do
     helm) ( [ -n "$v" ] && HELM_VERSION=$v; build_helm ) ;;
     actionlint) ( [ -n "$v" ] && ACTIONLINT_VERSION=$v; build_actionlint ) ;;
     etcd|kubernetes|kubenode|coredns|gatewayapi) ( "build_$c" ) ;;
-    *) echo "build-tools: unknown component '$c' (known: $all kubenode actionlint)" >&2; exit 2 ;;
+    kind) bash "$here/../kind/build-kind-tools.sh" kind ;;
+  esac
+}
+
+# on a terminal each build's output goes through the progress relay, which shows its time so far and left (from its
+# last build in $BUILD_TIMES); elsewhere the output is as is (errors on stderr)
+start=$(stamp)
+for arg in ${*:-$all}; do
+  c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
+  case " $all kubenode actionlint kind " in
+    *" $c "*) if [ -t 1 ]; then build_one "$c" "$v" 2>&1 | python3 "$here/../progress.py" relay "building $c" "$c" \
+                "$BUILD_TIMES"; else build_one "$c" "$v"; fi ;;
+    *) echo "build-tools: unknown component '$c' (known: $all kubenode actionlint kind)" >&2; exit 2 ;;
   esac
 done
 echo "build-tools: done in $(( $(stamp) - start ))s (cache: $CACHE)"
