@@ -5,8 +5,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
-# parallel test workers for the suite (pytest-xdist): cores + 1, at most one per 4 GiB of memory
-JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30; print(max(1, min((os.cpu_count() or 1) + 1, g // 4)))")
+# parallel test workers for the suite (pytest-xdist): auto = as many as the cores carry by what the tests cost in the
+# newest earlier report (cores + 1 without one), at most one per 4 GiB of memory (fixtures/workers.py); JOBS=N sets it
+JOBS ?= auto
 
 .PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
 
