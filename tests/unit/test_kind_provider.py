@@ -318,3 +318,13 @@ def test_node_image_and_definition_checks(tmp_path):
 
 def test_make_provider_builds_the_kind_provider(tmp_path):
     assert isinstance(make_provider("kind", "kind-gpu", tmp_path), KindProvider)
+
+
+def test_an_image_loaded_at_bring_up_is_not_loaded_again(tmp_path):
+    r = Runner()
+    p, _ = provider("kind-cpu", tmp_path, r)
+    p.up()
+    p.load_images(["quay.io/kuberay/operator:v1.6.1", "rayproject/ray:2.60.0", "rayproject/ray:2.60.0"])
+    loads = [c for c in r.lines() if c.startswith("kind load")]
+    assert loads[-1] == "kind load docker-image --name rayconformance-cpu rayproject/ray:2.60.0"
+    assert sum("quay.io/kuberay/operator:v1.6.1" in c for c in loads) == 1

@@ -1,0 +1,33 @@
+"""The run's images are made ready once each: the Ray image at bring-up, the samples' images, and an image two
+samples share, are each loaded (or made) once per run."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from rayconformance.fixtures.environment import Session
+from rayconformance.fixtures.providers import images_of
+
+
+class Recording:
+    def __init__(self):
+        self.loads: list[list[str]] = []
+
+    def prepare_images(self, objects):
+        self.loads.append(images_of(objects))
+
+
+def test_each_image_is_prepared_once_per_run():
+    session = Session(SimpleNamespace(ray_version="2.60.0"))
+    session.provider = Recording()
+    session._prepare_images(["rayproject/ray:2.60.0"])  # as bring-up does
+    session._prepare_samples(["raycluster-basic", "loadgen"])
+    session._prepare_samples(["redis", "loadgen"])
+    session._prepare_images(["rayproject/ray:2.60.0", "redis:7.4.0"])
+    assert session.provider.loads == [["rayproject/ray:2.60.0"], ["python:3.11-slim"], ["redis:7.4.0"]]
+
+
+def test_a_provider_that_loads_nothing_is_not_asked():
+    session = Session(SimpleNamespace(ray_version="2.60.0"))
+    session.provider = object()
+    session._prepare_samples(["loadgen"])
+    assert session.images_ready == {"python:3.11-slim"}
