@@ -45,7 +45,7 @@ unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
 setup: deps tools venv
-setup-base: deps tools-base venv
+setup-base: deps venv tools-base
 
 deps:
 	bash clusters/local/install-deps.sh
@@ -54,9 +54,14 @@ tools:
 	bash clusters/local/build-tools.sh
 	bash clusters/local/ray-venv.sh
 
-tools-base:
-	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi
-	bash clusters/local/ray-venv.sh
+# the bed's base, and beside its Go builds (their downloads and installs overlap the compiles) the Ray virtualenv
+# the run uses: its --ray-version, else its profile's first (fixtures/setup_needs.py); none for a run on kind or an
+# existing cluster; another version a run asks for is made when it brings the cluster up, before its first test
+tools-base: venv
+	rays=$$($(PY) -m rayconformance.fixtures.setup_needs ray-venvs $(CONFORMANCE_ARGS)) || exit 2; \
+	{ [ -z "$$rays" ] || bash clusters/local/ray-venv.sh $$rays; } & venv=$$!; \
+	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi; rc=$$?; \
+	wait $$venv || rc=1; exit $$rc
 
 # what the project's own tests use: the bed's base, the StorageClass provisioner and the KubeRay releases the
 # integration tests install (tests/integration/test_operator_profiles.py); other releases build on first use

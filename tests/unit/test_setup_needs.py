@@ -1,0 +1,44 @@
+"""`make conformance` makes only the Ray virtualenv its run uses: read from the suite options as the run reads them."""
+from __future__ import annotations
+
+import pytest
+
+from rayconformance.fixtures import providers, setup_needs
+
+
+@pytest.fixture(autouse=True)
+def no_docker(monkeypatch):
+    monkeypatch.setattr(providers, "default_provider", lambda: ("local", "no Docker engine answers"))
+
+
+def test_the_default_profiles_first_ray_version_on_the_local_bed():
+    assert setup_needs.ray_venvs([]) == ["2.60.0"]
+    assert setup_needs.ray_venvs(["-k", "provisioning", "--core-only"]) == ["2.60.0"]
+
+
+def test_the_runs_ray_version_wins():
+    assert setup_needs.ray_venvs(["--ray-version=2.46.0"]) == ["2.46.0"]
+    assert setup_needs.ray_venvs(["--operator-profile", "kuberay-v1.5.1", "--ray-version", "2.46.0"]) == ["2.46.0"]
+
+
+def test_none_off_the_local_bed(monkeypatch):
+    assert setup_needs.ray_venvs(["--provider", "kind"]) == []
+    assert setup_needs.ray_venvs(["--cluster", "kind-gpu"]) == []
+    assert setup_needs.ray_venvs(["--provider", "existing"]) == []
+    monkeypatch.setattr(providers, "default_provider", lambda: ("kind", "a Docker engine answers"))
+    assert setup_needs.ray_venvs([]) == []
+    assert setup_needs.ray_venvs(["--attach-kubeconfig", "kc"]) == ["2.60.0"]
+
+
+def test_the_options_file_counts_and_the_command_line_wins(tmp_path):
+    f = tmp_path / "opts.yaml"
+    f.write_text("ray-version: 2.46.0\nprovider: local\n")
+    assert setup_needs.ray_venvs([f"--conformance-options-file={f}"]) == ["2.46.0"]
+    assert setup_needs.ray_venvs([f"--conformance-options-file={f}", "--ray-version", "2.60.0"]) == ["2.60.0"]
+
+
+def test_bad_input_is_one_line(capsys):
+    assert setup_needs.main(["ray-venvs", "--operator-profile", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("setup_needs: operator profile 'nope' not found") and err.count("\n") == 1
+    assert setup_needs.main(["what"]) == 2
