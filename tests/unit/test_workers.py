@@ -61,7 +61,20 @@ def report(tests, cores=2) -> dict:
     return {"scheduling": {"cores": cores}, "tests": tests}
 
 
-def test_costs_from_the_reports_pressure_measurements(tmp_path):
+WINDOWS = [(0, 100, 1.0), (100, 200, 1.6), (100, 200, 1.6), (200, 300, 2.2), (200, 300, 2.2), (200, 300, 2.2)]
+
+
+def test_costs_from_the_cores_busy_while_each_test_ran(tmp_path):
+    rows = [{"name": n, "outcome": "passed", "durationSeconds": e - s, "startSeconds": s, "stopSeconds": e,
+             "measurements": {workers.BUSY: busy, workers.RUNNABLE: 9.0}} for n, (s, e, busy) in zip("abcdef", WINDOWS)]
+    path = tmp_path / "conformance-report.yaml"
+    path.write_text(yaml.safe_dump(report(rows)))
+    c = workers.costs_of(path, cores_now=2)
+    assert c.base == pytest.approx(0.4) and c.demand == pytest.approx(0.6)
+    assert "cores busy" in c.how
+
+
+def test_costs_from_an_older_reports_runnable_tasks(tmp_path):
     rows = [{"name": n, "outcome": "passed", "durationSeconds": e - s, "startSeconds": s, "stopSeconds": e,
              "measurements": {workers.RUNNABLE: busy / 2}} for n, (s, e, busy) in
             zip("abcdef", [(0, 100, 1.0), (100, 200, 1.6), (100, 200, 1.6), (200, 300, 2.2), (200, 300, 2.2),
