@@ -56,12 +56,14 @@ tools:
 
 # the bed's base, and beside its Go builds (their downloads and installs overlap the compiles) the Ray virtualenv
 # the run uses: its --ray-version, else its profile's first (fixtures/setup_needs.py); none for a run on kind or an
-# existing cluster; another version a run asks for is made when it brings the cluster up, before its first test
+# existing cluster; another version a run asks for is made when it brings the cluster up, before its first test.
+# The KubeRay releases the run builds when it brings the cluster up have their modules downloaded meanwhile.
 tools-base: venv
-	rays=$$($(PY) -m rayconformance.fixtures.setup_needs ray-venvs $(CONFORMANCE_ARGS)) || exit 2; \
+	rays=$$($(PY) -m rayconformance.fixtures.setup_needs ray-venvs $(CONFORMANCE_ARGS)) && \
+	ops=$$($(PY) -m rayconformance.fixtures.setup_needs operator-builds $(CONFORMANCE_ARGS)) || exit 2; \
 	{ [ -z "$$rays" ] || bash clusters/local/ray-venv.sh $$rays; } & venv=$$!; \
-	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi; rc=$$?; \
-	wait $$venv || rc=1; exit $$rc
+	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi $$(for o in $$ops; do echo fetch:$$o; done); \
+	rc=$$?; wait $$venv || rc=1; exit $$rc
 
 # what the project's own tests use: the bed's base, the StorageClass provisioner and the KubeRay releases the
 # integration tests install (tests/integration/test_operator_profiles.py); other releases build on first use

@@ -11,6 +11,7 @@
 # Already-built components are skipped. Prints what it builds and how long each took.
 # While one component compiles, the modules of the next ones are downloaded in the background (a download is
 # network- and disk-bound, a compile takes both cores): each component's fetch holds a lock its build waits for.
+# `fetch:<component>[@version]` only downloads (e.g. the operator a run builds when it brings its cluster up).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
@@ -278,10 +279,15 @@ prefetch() {
 
 all="etcd kubernetes coredns kuberay traefik gatewayapi localpath helm"
 start=$(stamp)
-# the second component on are fetched in the background while the first ones build
-set -- ${*:-$all}
-if [ $# -gt 1 ] && [ -z "${BUILD_TOOLS_NO_PREFETCH:-}" ]; then
-  ( shift; for arg in "$@"; do c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""; prefetch "$c" "$v"; done ) &
+builds=() fetches=()
+for arg in ${*:-$all}; do
+  case $arg in fetch:*) fetches+=("${arg#fetch:}") ;; *) builds+=("$arg") ;; esac
+done
+set -- "${builds[@]}"
+# from the second component on, and the fetch-only ones, downloaded in the background while the first ones build
+ahead=("${builds[@]:1}" "${fetches[@]}")
+if [ ${#ahead[@]} -gt 0 ] && [ -z "${BUILD_TOOLS_NO_PREFETCH:-}" ]; then
+  ( for arg in "${ahead[@]}"; do c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""; prefetch "$c" "$v"; done ) &
   prefetcher=$!
   trap 'kill "$prefetcher" 2>/dev/null || true' EXIT
 fi

@@ -89,3 +89,11 @@ def test_a_failed_fetch_leaves_no_marker_and_fails_the_build(tmp_path):
     r = subprocess.run(["bash", str(BUILD_TOOLS), "etcd"], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "proxy said no" in r.stderr
     assert not (tmp_path / "cache" / "etcd-v3.6.14" / "src" / ".fetched").exists()
+
+
+def test_fetch_only_components_are_downloaded_not_built(tmp_path):
+    r = run(tmp_path, "etcd", "fetch:kuberay@v1.6.1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "build-tools: kuberay v1.6.1 modules fetched ahead in" in r.stdout
+    assert any(c[2] == "install -n github.com/ray-project/kuberay/ray-operator@v1.6.1" for c in calls(tmp_path))
+    assert not (tmp_path / "cache" / "kuberay-v1.6.1").exists()

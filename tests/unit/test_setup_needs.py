@@ -42,3 +42,10 @@ def test_bad_input_is_one_line(capsys):
     err = capsys.readouterr().err
     assert err.startswith("setup_needs: operator profile 'nope' not found") and err.count("\n") == 1
     assert setup_needs.main(["what"]) == 2
+
+
+def test_the_operator_releases_a_run_builds_on_the_local_bed():
+    assert setup_needs.operator_builds([]) == ["kuberay@v1.6.1", "kuberay@v1.5.1"]  # and the one it upgrades from
+    assert setup_needs.operator_builds(["--operator-profile", "kuberay-v1.4.0"]) == ["kuberay@v1.4.0"]
+    assert setup_needs.operator_builds(["--operator-profile", "kuberay-v1.7.0"]) == ["kuberay@v1.6.2"]  # a tree's: none
+    assert setup_needs.operator_builds(["--provider", "kind"]) == []
