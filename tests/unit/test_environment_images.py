@@ -31,3 +31,16 @@ def test_a_provider_that_loads_nothing_is_not_asked():
     session.provider = object()
     session._prepare_samples(["loadgen"])
     assert session.images_ready == {"python:3.11-slim"}
+
+
+def test_the_releases_a_test_swaps_in_are_made_ready_at_bring_up():
+    from rayconformance.fixtures import profiles
+    from rayconformance.fixtures.providers import Cluster
+
+    session = Session(SimpleNamespace(ray_version="2.60.0", profile=profiles.load("kuberay-v1.6.1")))
+    session.provider = Recording()
+    session.env.cluster = Cluster(provider="local", name="local-cpu", kubeconfig=None)
+    earlier = profiles.load("kuberay-v1.5.1").install["local"]["image"]  # operatorUpgradeFrom: [kuberay-v1.5.1]
+    assert session._earlier_operator_images() == [earlier]
+    session._prepare_images(session._earlier_operator_images())
+    assert session.provider.loads == [[earlier]]
