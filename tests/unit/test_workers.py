@@ -146,3 +146,27 @@ def test_a_count_given_by_hand_is_used_and_reported(suite):
     assert result.ret == 0, result.stdout.str()
     scheduling = suite.report()["scheduling"]
     assert scheduling["workers"] == 2 and scheduling["chosenBy"] == "given"
+
+
+def test_an_unsharded_run_is_ordered_by_the_newest_earlier_report(tmp_path):
+    import os
+
+    from rayconformance.fixtures import options
+
+    def write(run: str, cluster: str, mtime: int, rows=None) -> None:
+        (tmp_path / run).mkdir()
+        path = tmp_path / run / "conformance-report.yaml"
+        path.write_text(yaml.safe_dump({"cluster": {"name": cluster}, "tests": rows or [
+            {"name": "a", "outcome": "passed", "durationSeconds": 3.0}]}))
+        os.utime(path, (mtime, mtime))
+
+    v = {"durations-from": None, "baseline": None, "shard": None, "cluster": None}
+    assert options.durations_source(v, tmp_path, None) is None
+    write("old", "local-cpu", 1000)
+    write("new", "kind-cpu", 2000)
+    write("skipped", "local-cpu", 3000, [{"name": "a", "outcome": "skipped", "durationSeconds": 0.0}])
+    assert options.durations_source(v, tmp_path, None).endswith("new/conformance-report.yaml")
+    assert options.durations_source({**v, "cluster": "local-cpu"}, tmp_path, None).endswith("old/conformance-report.yaml")
+    assert options.durations_source({**v, "shard": "1/2"}, tmp_path, None) is None  # every shard the same split
+    assert options.durations_source({**v, "baseline": "b.yaml"}, tmp_path, None) == "b.yaml"
+    assert options.durations_source(v, tmp_path, {options.WORKER_DURATIONS: ""}) is None  # the controller's
