@@ -1,16 +1,16 @@
-"""Measures a cold `make conformance`: a fresh clone of this checkout, with empty caches (the tool cache, Go's
-build and module caches, pip's cache), set up step by step and then run as a user runs it. Prints the time of
-each setup step, of the suite run (with the builds it does on first use: the profile's operator, the Gateway
-implementation), the run's outcomes, the sum of its test durations and the machine's peak memory use. The setup
-steps are the Makefile's (`setup-base`'s prerequisites, each run as `make <target>` with the run's
-CONFORMANCE_ARGS), each followed by the parts its output times (each Go build, the modules fetched ahead, the Ray
-virtualenv made beside them).
+"""Measures a cold `make conformance`: a fresh clone of this checkout, with empty caches (the tool cache, Go's build
+and module caches, pip's cache), set up step by step and then run as a user runs it. Prints the time of each setup
+step, of the suite run (with the builds it does on first use: the profile's operator, the Gateway implementation),
+the run's outcomes, the sum of its test durations and the machine's peak memory use. The setup steps are the
+Makefile's (`setup-base`'s prerequisites, each run as `make <target>` with the run's CONFORMANCE_ARGS), each
+followed by the parts its output times (each Go build, the modules fetched ahead, the Ray virtualenv made beside
+them).
 
     .venv/bin/python bench/cold.py [--workdir /var/tmp/rc-cold] [--keep] [-- <CONFORMANCE_ARGS>]
 
-Debian packages and the Go toolchain already on the machine are reused (their step is timed all the same).
-The clone and the cold caches are removed afterwards unless --keep; the output stays in reports/. Needs the machine to itself: it brings
-up the one local bed.
+Debian packages and the Go toolchain already on the machine are reused (their step is timed all the same). The clone
+and the cold caches are removed afterwards unless --keep; the output stays in reports/. Needs the machine to itself:
+it brings up the one local bed.
 """
 from __future__ import annotations
 

@@ -137,7 +137,7 @@ def test_auto_reads_the_earlier_run_and_says_so(suite):
     assert scheduling["chosenBy"] == "measured", scheduling
     assert "expected CPU demand" in scheduling["reason"] and scheduling["workers"] >= 1
     assert scheduling["order"].startswith("longest first by the test durations in")
-    second.stdout.fnmatch_lines([f"rayconformance: {scheduling['workers']} workers: expected CPU demand*"])
+    second.stdout.fnmatch_lines(["rayconformance: * expected CPU demand*"])
 
 
 def test_a_count_given_by_hand_is_used_and_reported(suite):
