@@ -170,3 +170,49 @@ def test_an_unsharded_run_is_ordered_by_the_newest_earlier_report(tmp_path):
     assert options.durations_source({**v, "shard": "1/2"}, tmp_path, None) is None  # every shard the same split
     assert options.durations_source({**v, "baseline": "b.yaml"}, tmp_path, None) == "b.yaml"
     assert options.durations_source(v, tmp_path, {options.WORKER_DURATIONS: ""}) is None  # the controller's
+
+
+def test_first_waves_pairs_the_longest_with_the_next_waves_shortest():
+    from rayconformance.fixtures import shards
+
+    assert shards.first_waves(list("abcdefg"), 3) == list("afbecdg")
+    assert shards.first_waves(list("abcd"), 2) == list("adbc")
+    assert shards.first_waves(list("abc"), 2) == list("abc")  # too few: xdist hands them out one each
+    assert shards.first_waves(list("abcd"), 1) == list("abcd")
+
+
+ORDERED = '''
+import time
+
+import pytest
+
+
+@pytest.mark.feature("RayClusterProvisioning")
+def test_longest(cluster):
+    time.sleep(3.0)
+
+
+@pytest.mark.feature("RayClusterSuspend")
+def test_second(cluster):
+    time.sleep(2.5)
+
+
+@pytest.mark.feature("RayJobK8sJobMode")
+def test_third(cluster):
+    time.sleep(0.3)
+
+
+@pytest.mark.feature("RayClusterManualScaling")
+def test_fourth(cluster):
+    time.sleep(0.2)
+'''
+
+
+def test_the_two_longest_start_together_on_two_workers(suite):
+    suite.tests(ORDERED)
+    assert suite.run_subprocess("--all-features").ret == 0  # one process: the durations to order by
+    result = suite.run_subprocess("--all-features", "-n", "2")
+    assert result.ret == 0, result.stdout.str()
+    start = {t["name"]: t["startSeconds"] for t in suite.report()["tests"]}
+    # handed out in blocks, the second longest would start after the longest, 3 s later
+    assert abs(start["longest"] - start["second"]) < 2.0, start
