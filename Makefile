@@ -45,7 +45,7 @@ unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
 setup: deps tools venv
-setup-base: deps venv tools-base
+setup-base: deps tools-base
 
 deps:
 	bash clusters/local/install-deps.sh
@@ -54,16 +54,19 @@ tools:
 	bash clusters/local/build-tools.sh
 	bash clusters/local/ray-venv.sh
 
-# the bed's base, and beside its Go builds (their downloads and installs overlap the compiles) the Ray virtualenv
-# the run uses: its --ray-version, else its profile's first (fixtures/setup_needs.py); none for a run on kind or an
-# existing cluster; another version a run asks for is made when it brings the cluster up, before its first test.
-# The KubeRay releases the run builds when it brings the cluster up have their modules downloaded meanwhile.
-tools-base: venv
-	rays=$$($(PY) -m rayconformance.fixtures.setup_needs ray-venvs $(CONFORMANCE_ARGS)) && \
-	ops=$$($(PY) -m rayconformance.fixtures.setup_needs operator-builds $(CONFORMANCE_ARGS)) || exit 2; \
-	{ [ -z "$$rays" ] || bash clusters/local/ray-venv.sh $$rays; } & venv=$$!; \
-	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi $$(for o in $$ops; do echo fetch:$$o; done); \
-	rc=$$?; wait $$venv || rc=1; exit $$rc
+# the bed's base (Go builds: each component's modules downloaded while the one before compiles) and, beside it, the
+# project venv, then the Ray virtualenv the run uses (its --ray-version, else its profile's first; none on kind or an
+# existing cluster) and the modules of what the run builds when it brings the cluster up (the StorageClass
+# provisioner, its KubeRay releases): fixtures/setup_needs.py. Another Ray version a run asks for is made when it
+# brings the cluster up, before its first test.
+tools-base:
+	{ t=$$(date +%s); $(MAKE) --no-print-directory venv && echo "venv: project venv ready in $$(( $$(date +%s) - t ))s" && \
+	  rays=$$($(PY) -m rayconformance.fixtures.setup_needs ray-venvs $(CONFORMANCE_ARGS)) && \
+	  builds=$$($(PY) -m rayconformance.fixtures.setup_needs bring-up-builds $(CONFORMANCE_ARGS)) && \
+	  { [ -z "$$rays" ] || bash clusters/local/ray-venv.sh $$rays; } && \
+	  { [ -z "$$builds" ] || bash clusters/local/build-tools.sh $$(for b in $$builds; do echo fetch:$$b; done); }; } & \
+	side=$$!; bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi; rc=$$?; \
+	wait $$side || rc=1; exit $$rc
 
 # what the project's own tests use: the bed's base, the StorageClass provisioner and the KubeRay releases the
 # integration tests install (tests/integration/test_operator_profiles.py); other releases build on first use

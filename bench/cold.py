@@ -33,11 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SETUP_TARGET = "setup-base"  # what `make conformance` sets up first: its prerequisites are the bench's steps
 STEP_NAMES = {"deps": "Debian packages", "venv": "project venv",
-              "tools-base": "bed base (Go builds) + the run's Ray venv, side by side"}
+              "tools-base": "bed base (Go builds); beside it the project venv, the run's Ray venv, modules fetched"}
 # lines of a step's output that time a part of it (build-tools.sh, ray-venv.sh)
 PART = re.compile(r"^(?:build-tools: (?P<built>.+?) built in (?P<bs>\d+)s"
                   r"|build-tools: (?P<ahead>.+?) modules fetched ahead in (?P<as>\d+)s"
-                  r"|ray-venv: ray (?P<ray>\S+) ready in (?P<rs>\d+)s)")
+                  r"|ray-venv: ray (?P<ray>\S+) ready in (?P<rs>\d+)s"
+                  r"|venv: project venv ready in (?P<vs>\d+)s)")
 
 
 def setup_steps(makefile: Path = ROOT / "Makefile") -> list[tuple[str, list[str]]]:
@@ -59,6 +60,8 @@ def parts(output: str) -> list[str]:
             out.append(f"{m['ahead']}: modules fetched ahead (in the background) in {m['as']}s")
         elif m and m["ray"]:
             out.append(f"Ray {m['ray']} venv: ready in {m['rs']}s (beside the Go builds)")
+        elif m and m["vs"]:
+            out.append(f"project venv: ready in {m['vs']}s (beside the Go builds)")
     return out
 
 

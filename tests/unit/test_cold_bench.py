@@ -27,6 +27,8 @@ def test_the_parts_a_step_times():
            "14:07:00 build-tools: kubernetes modules fetched ahead in 45s\n"
            "14:08:35 build-tools: etcd built in 118s -> /var/cache/rayconformance/etcd-v3.6.14/bin\n"
            "ray-venv: ray 2.60.0 ready in 95s -> /var/cache/rayconformance/venvs/ray-2.60.0\n"
-           "build-tools: kuberay v1.6.1 built in 80s -> /x\n")
+           "build-tools: kuberay v1.6.1 built in 80s -> /x\n"
+           "venv: project venv ready in 103s\n")
     assert cold.parts(out) == ["kubernetes: modules fetched ahead (in the background) in 45s", "etcd: built in 118s",
-                               "Ray 2.60.0 venv: ready in 95s (beside the Go builds)", "kuberay v1.6.1: built in 80s"]
+                               "Ray 2.60.0 venv: ready in 95s (beside the Go builds)", "kuberay v1.6.1: built in 80s",
+                               "project venv: ready in 103s (beside the Go builds)"]

@@ -44,8 +44,8 @@ def test_bad_input_is_one_line(capsys):
     assert setup_needs.main(["what"]) == 2
 
 
-def test_the_operator_releases_a_run_builds_on_the_local_bed():
-    assert setup_needs.operator_builds([]) == ["kuberay@v1.6.1", "kuberay@v1.5.1"]  # and the one it upgrades from
-    assert setup_needs.operator_builds(["--operator-profile", "kuberay-v1.4.0"]) == ["kuberay@v1.4.0"]
-    assert setup_needs.operator_builds(["--operator-profile", "kuberay-v1.7.0"]) == ["kuberay@v1.6.2"]  # a tree's: none
-    assert setup_needs.operator_builds(["--provider", "kind"]) == []
+def test_what_a_run_builds_when_it_brings_the_local_bed_up():
+    assert setup_needs.bring_up_builds([]) == ["localpath", "kuberay@v1.6.1", "kuberay@v1.5.1"]  # + the upgrade's
+    assert setup_needs.bring_up_builds(["--operator-profile", "kuberay-v1.4.0"]) == ["localpath", "kuberay@v1.4.0"]
+    assert setup_needs.bring_up_builds(["--operator-profile", "kuberay-v1.7.0"]) == ["localpath", "kuberay@v1.6.2"]
+    assert setup_needs.bring_up_builds(["--provider", "kind"]) == []
