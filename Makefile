@@ -57,7 +57,7 @@ tools:
 # the bed's base (Go builds: each component's modules downloaded while the one before compiles) and, beside it, the
 # project venv, then the Ray virtualenv the run uses (its --ray-version, else its profile's first; none on kind or an
 # existing cluster) and the modules of what the run builds when it brings the cluster up (the StorageClass
-# provisioner, its KubeRay releases): fixtures/setup_needs.py. Another Ray version a run asks for is made when it
+# provisioner, its KubeRay releases, Traefik when it tests a Gateway feature): fixtures/setup_needs.py. Another Ray version a run asks for is made when it
 # brings the cluster up, before its first test.
 tools-base:
 	{ t=$$(date +%s); $(MAKE) --no-print-directory venv && echo "venv: project venv ready in $$(( $$(date +%s) - t ))s" && \

@@ -45,7 +45,28 @@ def test_bad_input_is_one_line(capsys):
 
 
 def test_what_a_run_builds_when_it_brings_the_local_bed_up():
-    assert setup_needs.bring_up_builds([]) == ["localpath", "kuberay@v1.6.1", "kuberay@v1.5.1"]  # + the upgrade's
-    assert setup_needs.bring_up_builds(["--operator-profile", "kuberay-v1.4.0"]) == ["localpath", "kuberay@v1.4.0"]
-    assert setup_needs.bring_up_builds(["--operator-profile", "kuberay-v1.7.0"]) == ["localpath", "kuberay@v1.6.2"]
+    full = ["localpath", "kuberay@v1.6.1", "kuberay@v1.5.1", "traefik"]  # v1.5.1: the release it upgrades from
+    assert setup_needs.bring_up_builds([]) == full
+    assert setup_needs.bring_up_builds(["--core-only"]) == ["localpath", "kuberay@v1.6.1"]
+    assert setup_needs.bring_up_builds(["--exempt-features", "RayServiceOperatorUpgrade"]) == \
+        ["localpath", "kuberay@v1.6.1", "traefik"]
+    assert setup_needs.bring_up_builds(["--supported-features=RayServiceIncrementalRollback"]) == \
+        ["localpath", "kuberay@v1.6.1", "traefik"]
+    assert setup_needs.bring_up_builds(["--operator-profile", "kuberay-v1.7.0"])[:2] == ["localpath", "kuberay@v1.6.2"]
     assert setup_needs.bring_up_builds(["--provider", "kind"]) == []
+
+
+def test_the_gateway_features_are_those_of_the_tests_using_the_gateway():
+    """FIXTURE_FEATURES names exactly the features of the conformance tests that take the `gateway` fixture."""
+    import ast
+    from pathlib import Path
+
+    from rayconformance.fixtures.context import FIXTURE_FEATURES
+
+    found = set()
+    for path in (Path(__file__).resolve().parents[2] / "conformance").rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and "gateway" in [a.arg for a in node.args.args]:
+                found |= {a.value for d in node.decorator_list if isinstance(d, ast.Call)
+                          and getattr(d.func, "attr", "") == "feature" for a in d.args if isinstance(a, ast.Constant)}
+    assert found == set(FIXTURE_FEATURES["gateway"])
