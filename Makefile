@@ -5,8 +5,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
-# parallel test workers for the suite (pytest-xdist): cores + 1, at most one per 4 GiB of memory
-JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30; print(max(1, min((os.cpu_count() or 1) + 1, g // 4)))")
+# parallel test workers for the suite (pytest-xdist): auto = as many as the cores carry by what the tests cost in the
+# newest earlier report (cores + 1 without one), at most one per 4 GiB of memory (fixtures/workers.py); JOBS=N sets it
+JOBS ?= auto
 
 .PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit verify-published setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
 
@@ -54,7 +55,7 @@ verify-published: venv
 	$(PY) -m rayconformance verify --published
 
 setup: deps tools venv
-setup-base: deps tools-base venv
+setup-base: deps tools-base
 
 deps:
 	bash clusters/local/install-deps.sh
@@ -63,9 +64,19 @@ tools:
 	bash clusters/local/build-tools.sh
 	bash clusters/local/ray-venv.sh
 
+# the bed's base (Go builds: each component's modules downloaded while the one before compiles) and, beside it, the
+# project venv, then the Ray virtualenv the run uses (its --ray-version, else its profile's first; none on kind or an
+# existing cluster) and the modules of what the run builds when it brings the cluster up (the StorageClass
+# provisioner, its KubeRay releases, Traefik when it tests a Gateway feature): fixtures/setup_needs.py. Another Ray version a run asks for is made when it
+# brings the cluster up, before its first test.
 tools-base:
-	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi
-	bash clusters/local/ray-venv.sh
+	{ t=$$(date +%s); $(MAKE) --no-print-directory venv && echo "venv: project venv ready in $$(( $$(date +%s) - t ))s" && \
+	  rays=$$($(PY) -m rayconformance.fixtures.setup_needs ray-venvs $(CONFORMANCE_ARGS)) && \
+	  builds=$$($(PY) -m rayconformance.fixtures.setup_needs bring-up-builds $(CONFORMANCE_ARGS)) && \
+	  { [ -z "$$rays" ] || bash clusters/local/ray-venv.sh $$rays; } && \
+	  { [ -z "$$builds" ] || bash clusters/local/build-tools.sh $$(for b in $$builds; do echo fetch:$$b; done); }; } & \
+	side=$$!; bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi; rc=$$?; \
+	wait $$side || rc=1; exit $$rc
 
 # what the project's own tests use: the bed's base, the StorageClass provisioner and the KubeRay releases the
 # integration tests install (tests/integration/test_operator_profiles.py); other releases build on first use

@@ -435,3 +435,14 @@ def test_docker_answers_is_asked_without_the_virtualenv(tmp_path):
     finally:
         server.close()
     assert r.stdout.strip() == str(sock)
+
+
+def test_an_image_loaded_at_bring_up_is_not_loaded_again(tmp_path):
+    r = Runner()
+    p, _ = provider("kind-cpu", tmp_path, r)
+    p.up()
+    operator = IMAGES[1]  # the definition's operator image, which the installer loads again
+    p.load_images([operator, "rayproject/ray:2.60.0", "rayproject/ray:2.60.0"])
+    loads = [c for c in r.lines() if c.startswith("kind load")]
+    assert loads[-1] == "kind load docker-image --name rayconformance-cpu rayproject/ray:2.60.0"
+    assert sum(operator in c for c in loads) == 1
