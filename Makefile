@@ -106,9 +106,11 @@ kind-tools: kind-deps
 # the offline node image and application images (cached by version): the bed's base, the KubeRay release of the
 # selected profile (--operator-profile kuberay-<v> in CONFORMANCE_ARGS, else the default), Traefik and the node's
 # local-path provisioner (kind's default StorageClass); an image for every other KubeRay release already built too
+# (a profile built from a source tree, e.g. kuberay-v1.7.0, has its image made from the tree's build on first use)
 KIND_KUBERAY ?= $(or $(shell echo " $(CONFORMANCE_ARGS) " | sed -n 's/.* --operator-profile[= ]kuberay-\(v[0-9.]*\) .*/\1/p'),v1.6.1)
+KIND_KUBERAY_BUILD = $(if $(shell grep -ls '^ *source:.*repository:' profiles/kuberay-$(KIND_KUBERAY).yaml),,kuberay@$(KIND_KUBERAY))
 kind-images: kind-tools tools-base venv
-	bash clusters/local/build-tools.sh kuberay@$(KIND_KUBERAY) traefik localpath
+	bash clusters/local/build-tools.sh $(KIND_KUBERAY_BUILD) traefik localpath
 	bash clusters/kind/build-node-image.sh
 	bash clusters/kind/build-app-images.sh
 

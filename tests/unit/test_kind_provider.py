@@ -16,8 +16,7 @@ from rayconformance.clusters.toolcache import ToolBuildError
 from rayconformance.fixtures.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider
 
 REPO = Path(__file__).resolve().parents[2]
-IMAGES = ["rayproject/ray:2.46.0", "quay.io/kuberay/operator:v1.6.1", "redis:7.4.0", "python:3.11-slim",
-          "traefik:v3.6.12"]
+IMAGES = ["redis:7.4.0", "python:3.11-slim", "traefik:v3.6.12"]
 DAEMON_DOWN = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
 
 
@@ -346,11 +345,11 @@ def test_the_project_engine_pulls_nothing(tmp_path):
 
 def test_on_a_users_docker_archives_are_loaded_and_the_rest_comes_from_docker(tmp_path):
     r = Runner()
-    p, _ = provider("kind-cpu", tmp_path, r, archives={"rayproject/ray:2.46.0": tmp_path / "ray.tar"},
+    p, _ = provider("kind-cpu", tmp_path, r, archives={"redis:7.4.0": tmp_path / "redis.tar"},
                     node_image=(NODE_TAG, tmp_path / "node.tar"))
     p.up()
     lines = r.lines()
-    assert "kind load image-archive --name rayconformance-cpu " + str(tmp_path / "ray.tar") in lines
+    assert "kind load image-archive --name rayconformance-cpu " + str(tmp_path / "redis.tar") in lines
     assert "kind load docker-image --name rayconformance-cpu " + " ".join(IMAGES[1:]) in lines
     assert any(c.startswith("kind create cluster") and c.endswith(f"--image {NODE_TAG}") for c in lines)
     assert "apiServerAddress" not in yaml.safe_load((tmp_path / "kind-config.yaml").read_text())["networking"]
@@ -441,7 +440,7 @@ def test_an_image_loaded_at_bring_up_is_not_loaded_again(tmp_path):
     r = Runner()
     p, _ = provider("kind-cpu", tmp_path, r)
     p.up()
-    operator = IMAGES[1]  # the definition's operator image, which the installer loads again
+    operator = IMAGES[0]  # an image of the definition's, which the run asks for again
     p.load_images([operator, "rayproject/ray:2.60.0", "rayproject/ray:2.60.0"])
     loads = [c for c in r.lines() if c.startswith("kind load")]
     assert loads[-1] == "kind load docker-image --name rayconformance-cpu rayproject/ray:2.60.0"
