@@ -66,7 +66,7 @@ WINDOWS = [(0, 100, 1.0), (100, 200, 1.6), (100, 200, 1.6), (200, 300, 2.2), (20
 
 def test_costs_from_the_cores_busy_while_each_test_ran(tmp_path):
     rows = [{"name": n, "outcome": "passed", "durationSeconds": e - s, "startSeconds": s, "stopSeconds": e,
-             "measurements": {workers.BUSY: busy, workers.RUNNABLE: 9.0}} for n, (s, e, busy) in zip("abcdef", WINDOWS)]
+             "measurements": {workers.BUSY: busy, "environment.runnable_per_core": 9.0}} for n, (s, e, busy) in zip("abcdef", WINDOWS)]
     path = tmp_path / "conformance-report.yaml"
     path.write_text(yaml.safe_dump(report(rows)))
     c = workers.costs_of(path, cores_now=2)
@@ -74,17 +74,13 @@ def test_costs_from_the_cores_busy_while_each_test_ran(tmp_path):
     assert "cores busy" in c.how
 
 
-def test_costs_from_an_older_reports_runnable_tasks(tmp_path):
+def test_an_older_report_without_busy_cores_is_not_used(tmp_path):
     rows = [{"name": n, "outcome": "passed", "durationSeconds": e - s, "startSeconds": s, "stopSeconds": e,
-             "measurements": {workers.RUNNABLE: busy / 2}} for n, (s, e, busy) in
-            zip("abcdef", [(0, 100, 1.0), (100, 200, 1.6), (100, 200, 1.6), (200, 300, 2.2), (200, 300, 2.2),
-                           (200, 300, 2.2)])]
-    rows.append({"name": "skipped", "outcome": "skipped", "durationSeconds": 0.0})
+             "measurements": {"environment.runnable_per_core": 2.5}} for n, (s, e, _) in zip("abcdef", WINDOWS)]
     path = tmp_path / "conformance-report.yaml"
     path.write_text(yaml.safe_dump(report(rows)))
-    c = workers.costs_of(path, cores_now=16)  # the report's own cores count, not this machine's
-    assert c.base == pytest.approx(0.4) and c.demand == pytest.approx(0.6)
-    assert set(c.durations) == set("abcdef")
+    with pytest.raises(ValueError, match="busy cores"):
+        workers.costs_of(path, cores_now=2)
 
 
 def test_costs_from_bench_cpu_json_beside_the_report(tmp_path):
