@@ -29,7 +29,8 @@ def test_the_most_workers_whose_expected_demand_stays_within_the_cores():
     assert "0.30 (bed, operator) + 3 x 0.50" in choice.reason and "1.80 of 2 cores" in choice.reason
     assert workers.decide(2, 24, costs(many, demand=0.9, base=0.3)).workers == 1
     assert workers.decide(2, 24, costs(many, demand=0.5, base=2.5)).workers == 1  # a busy bed: one, never none
-    assert workers.decide(4, 24, costs(many, demand=0.2, base=0.3)).workers == 6  # 16 by CPU, 6 by memory
+    assert workers.decide(4, 24, costs(many, demand=0.2, base=0.3)).workers == 5  # 16 by CPU, 6 by memory, cores + 1
+    assert workers.decide(8, 24, costs(many, demand=0.2, base=0.3)).workers == 6  # by memory
 
 
 def test_no_more_workers_than_the_longest_test_lets_finish_sooner():
@@ -40,7 +41,8 @@ def test_no_more_workers_than_the_longest_test_lets_finish_sooner():
 
 def test_a_negligible_measured_demand_does_not_ask_for_unbounded_workers():
     many = {f"t{i}": 10.0 for i in range(100)}
-    assert workers.decide(2, 1024, costs(many, demand=0.0, base=0.0)).workers == 36  # 1.8 / MIN_DEMAND
+    assert workers.decide(2, 1024, costs(many, demand=0.0, base=0.0)).workers == 3  # cores + 1, not 1.8 / MIN_DEMAND
+    assert workers.decide(64, 1024, costs(many, demand=0.0, base=0.0)).workers == 65
 
 
 def test_fit_separates_the_bed_from_the_tests():
