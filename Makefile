@@ -109,8 +109,10 @@ kind-tools: kind-deps
 # (a profile built from a source tree, e.g. kuberay-v1.7.0, has its image made from the tree's build on first use)
 KIND_KUBERAY ?= $(or $(shell echo " $(CONFORMANCE_ARGS) " | sed -n 's/.* --operator-profile[= ]kuberay-\(v[0-9.]*\) .*/\1/p'),v1.6.1)
 KIND_KUBERAY_BUILD = $(if $(shell grep -ls '^ *source:.*repository:' profiles/kuberay-$(KIND_KUBERAY).yaml),,kuberay@$(KIND_KUBERAY))
+# and the releases its operator-upgrade test starts from (operatorUpgradeFrom), whose images bring-up loads
+KIND_UPGRADE_FROM = $(foreach v,$(shell sed -n 's/^operatorUpgradeFrom: *\[\(.*\)\].*/\1/p' profiles/kuberay-$(KIND_KUBERAY).yaml 2>/dev/null | tr ',' ' ' | sed 's/kuberay-//g'),kuberay@$(v))
 kind-images: kind-tools tools-base venv
-	bash clusters/local/build-tools.sh $(KIND_KUBERAY_BUILD) traefik localpath
+	bash clusters/local/build-tools.sh $(KIND_KUBERAY_BUILD) $(KIND_UPGRADE_FROM) traefik localpath
 	bash clusters/kind/build-node-image.sh
 	bash clusters/kind/build-app-images.sh
 
