@@ -5,18 +5,25 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
-# parallel test workers for the suite (pytest-xdist): cores + 1, at most one per 4 GiB of memory
-JOBS ?= $(shell $(PYTHON) -c "import os; g = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30; print(max(1, min((os.cpu_count() or 1) + 1, g // 4)))")
+# parallel test workers for the suite (pytest-xdist): auto = as many as the cores carry by what the tests cost in the
+# newest earlier report (cores + 1 without one), at most one per 4 GiB of memory (fixtures/workers.py); JOBS=N sets it
+JOBS ?= auto
 
-.PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
+.PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit verify-published setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
+
+# kind runs where no Docker engine answers use the project's engine and the offline images (kind-images); where one
+# answers (a laptop, a CI runner) the public images are pulled and the kind CLI is built on first use, so nothing more
+# (asked only when kind is named: clusters/kind/docker.py needs no virtualenv)
+KIND_OFFLINE = $(if $(shell $(PYTHON) clusters/kind/docker.py),,kind-images)
 
 # builds only the bed's base; the selected profile's operator and the Gateway implementation are built on first use
-# (with --provider kind or --cluster kind-*: the offline kind images too, cached; clusters/kind/README.md)
-conformance: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
+# (with --provider kind or --cluster kind-*: the offline kind images too where no Docker engine answers, cached;
+# clusters/kind/README.md); a kind run picked by default (a Docker engine answers) builds no offline image either
+conformance: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),$(KIND_OFFLINE))
 	$(PY) -m pytest conformance -n $(JOBS) $(CONFORMANCE_ARGS)
 
 # the quick gate for an operator release's CI: Core features only
-conformance-core: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),kind-images)
+conformance-core: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),$(KIND_OFFLINE))
 	$(PY) -m pytest conformance -n $(JOBS) --core-only $(CONFORMANCE_ARGS)
 
 # the suite over operator profiles x Ray versions, one run after another (on the local provider: one bed for all),
@@ -28,7 +35,7 @@ MATRIX_RAY ?=
 MATRIX_ARGS ?=
 MATRIX_PROVIDER ?=
 MATRIX_CLUSTER ?=
-matrix: setup-base $(if $(findstring kind,$(MATRIX_PROVIDER) $(MATRIX_CLUSTER)),kind-images)
+matrix: setup-base $(if $(findstring kind,$(MATRIX_PROVIDER) $(MATRIX_CLUSTER)),$(KIND_OFFLINE))
 	MATRIX_PROFILES="$(MATRIX_PROFILES)" MATRIX_RAY="$(MATRIX_RAY)" MATRIX_ARGS="$(MATRIX_ARGS)" \
 	  MATRIX_PROVIDER="$(MATRIX_PROVIDER)" MATRIX_CLUSTER="$(MATRIX_CLUSTER)" JOBS=$(JOBS) \
 	  $(PY) -m rayconformance.matrix run
@@ -43,8 +50,12 @@ test-breaks: setup
 unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
+# every run under reports/published/ verifies against the suite that made it (reports/README.md)
+verify-published: venv
+	$(PY) -m rayconformance verify --published
+
 setup: deps tools venv
-setup-base: deps tools-base venv
+setup-base: deps tools-base
 
 deps:
 	bash clusters/local/install-deps.sh
@@ -53,9 +64,19 @@ tools:
 	bash clusters/local/build-tools.sh
 	bash clusters/local/ray-venv.sh
 
+# the bed's base (Go builds: each component's modules downloaded while the one before compiles) and, beside it, the
+# project venv, then the Ray virtualenv the run uses (its --ray-version, else its profile's first; none on kind or an
+# existing cluster) and the modules of what the run builds when it brings the cluster up (the StorageClass
+# provisioner, its KubeRay releases, Traefik when it tests a Gateway feature): fixtures/setup_needs.py. Another Ray version a run asks for is made when it
+# brings the cluster up, before its first test.
 tools-base:
-	bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi
-	bash clusters/local/ray-venv.sh
+	{ t=$$(date +%s); $(MAKE) --no-print-directory venv && echo "venv: project venv ready in $$(( $$(date +%s) - t ))s" && \
+	  rays=$$($(PY) -m rayconformance.fixtures.setup_needs ray-venvs $(CONFORMANCE_ARGS)) && \
+	  builds=$$($(PY) -m rayconformance.fixtures.setup_needs bring-up-builds $(CONFORMANCE_ARGS)) && \
+	  { [ -z "$$rays" ] || bash clusters/local/ray-venv.sh $$rays; } && \
+	  { [ -z "$$builds" ] || bash clusters/local/build-tools.sh $$(for b in $$builds; do echo fetch:$$b; done); }; } & \
+	side=$$!; bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi; rc=$$?; \
+	wait $$side || rc=1; exit $$rc
 
 # what the project's own tests use: the bed's base, the StorageClass provisioner and the KubeRay releases the
 # integration tests install (tests/integration/test_operator_profiles.py); other releases build on first use
@@ -85,9 +106,13 @@ kind-tools: kind-deps
 # the offline node image and application images (cached by version): the bed's base, the KubeRay release of the
 # selected profile (--operator-profile kuberay-<v> in CONFORMANCE_ARGS, else the default), Traefik and the node's
 # local-path provisioner (kind's default StorageClass); an image for every other KubeRay release already built too
+# (a profile built from a source tree, e.g. kuberay-v1.7.0, has its image made from the tree's build on first use)
 KIND_KUBERAY ?= $(or $(shell echo " $(CONFORMANCE_ARGS) " | sed -n 's/.* --operator-profile[= ]kuberay-\(v[0-9.]*\) .*/\1/p'),v1.6.1)
+KIND_KUBERAY_BUILD = $(if $(shell grep -ls '^ *source:.*repository:' profiles/kuberay-$(KIND_KUBERAY).yaml),,kuberay@$(KIND_KUBERAY))
+# and the releases its operator-upgrade test starts from (operatorUpgradeFrom), whose images bring-up loads
+KIND_UPGRADE_FROM = $(foreach v,$(shell sed -n 's/^operatorUpgradeFrom: *\[\(.*\)\].*/\1/p' profiles/kuberay-$(KIND_KUBERAY).yaml 2>/dev/null | tr ',' ' ' | sed 's/kuberay-//g'),kuberay@$(v))
 kind-images: kind-tools tools-base venv
-	bash clusters/local/build-tools.sh kuberay@$(KIND_KUBERAY) traefik localpath
+	bash clusters/local/build-tools.sh $(KIND_KUBERAY_BUILD) $(KIND_UPGRADE_FROM) traefik localpath
 	bash clusters/kind/build-node-image.sh
 	bash clusters/kind/build-app-images.sh
 

@@ -1,18 +1,22 @@
-"""Measures a cold `make conformance`: a fresh clone of this checkout, with empty caches (the tool cache, Go's
-build and module caches, pip's cache), set up step by step and then run as a user runs it. Prints the time of
-each setup step, of the suite run (with the builds it does on first use: the profile's operator, the Gateway
-implementation), the run's outcomes, the sum of its test durations and the machine's peak memory use.
+"""Measures a cold `make conformance`: a fresh clone of this checkout, with empty caches (the tool cache, Go's build
+and module caches, pip's cache), set up step by step and then run as a user runs it. Prints the time of each setup
+step, of the suite run (with the builds it does on first use: the profile's operator, the Gateway implementation),
+the run's outcomes, the sum of its test durations and the machine's peak memory use. The setup steps are the
+Makefile's (`setup-base`'s prerequisites, each run as `make <target>` with the run's CONFORMANCE_ARGS), each
+followed by the parts its output times (each Go build, the modules fetched ahead, the Ray virtualenv made beside
+them).
 
     .venv/bin/python bench/cold.py [--workdir /var/tmp/rc-cold] [--keep] [-- <CONFORMANCE_ARGS>]
 
-Debian packages and the Go toolchain already on the machine are reused (their step is timed all the same).
-The clone and the cold caches are removed afterwards unless --keep; the output stays in reports/. Needs the machine to itself: it brings
-up the one local bed.
+Debian packages and the Go toolchain already on the machine are reused (their step is timed all the same). The clone
+and the cold caches are removed afterwards unless --keep; the output stays in reports/. Needs the machine to itself:
+it brings up the one local bed.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -27,15 +31,38 @@ from suite import MemorySampler  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SETUP_STEPS = [
-    ("Debian packages", ["make", "deps"]),
-    ("etcd", ["bash", "clusters/local/build-tools.sh", "etcd"]),
-    ("Kubernetes", ["bash", "clusters/local/build-tools.sh", "kubernetes"]),
-    ("CoreDNS", ["bash", "clusters/local/build-tools.sh", "coredns"]),
-    ("Gateway API CRDs", ["bash", "clusters/local/build-tools.sh", "gatewayapi"]),
-    ("Ray virtualenv", ["bash", "clusters/local/ray-venv.sh"]),
-    ("project venv", ["make", "venv"]),
-]
+SETUP_TARGET = "setup-base"  # what `make conformance` sets up first: its prerequisites are the bench's steps
+STEP_NAMES = {"deps": "Debian packages", "venv": "project venv",
+              "tools-base": "bed base (Go builds); beside it the project venv, the run's Ray venv, modules fetched"}
+# lines of a step's output that time a part of it (build-tools.sh, ray-venv.sh)
+PART = re.compile(r"^(?:build-tools: (?P<built>.+?) built in (?P<bs>\d+)s"
+                  r"|build-tools: (?P<ahead>.+?) modules fetched ahead in (?P<as>\d+)s"
+                  r"|ray-venv: ray (?P<ray>\S+) ready in (?P<rs>\d+)s"
+                  r"|venv: project venv ready in (?P<vs>\d+)s)")
+
+
+def setup_steps(makefile: Path = ROOT / "Makefile") -> list[tuple[str, list[str]]]:
+    """`make conformance`'s setup, as the Makefile has it: one `make <target>` per prerequisite of setup-base."""
+    for line in makefile.read_text().splitlines():
+        if line.startswith(f"{SETUP_TARGET}:"):
+            return [(STEP_NAMES.get(t, t), ["make", t]) for t in line.split(":", 1)[1].split()]
+    raise SystemExit(f"bench: no {SETUP_TARGET} target in {makefile}")
+
+
+def parts(output: str) -> list[str]:
+    """The timed parts a step's output names, e.g. `etcd built in 118s`."""
+    out = []
+    for line in output.splitlines():
+        m = PART.match(line.split(" ", 1)[1] if re.match(r"^\d\d:\d\d:\d\d ", line) else line)
+        if m and m["built"]:
+            out.append(f"{m['built']}: built in {m['bs']}s")
+        elif m and m["ahead"]:
+            out.append(f"{m['ahead']}: modules fetched ahead (in the background) in {m['as']}s")
+        elif m and m["ray"]:
+            out.append(f"Ray {m['ray']} venv: ready in {m['rs']}s (beside the Go builds)")
+        elif m and m["vs"]:
+            out.append(f"project venv: ready in {m['vs']}s (beside the Go builds)")
+    return out
 
 
 def cold_env(workdir: Path) -> dict:
@@ -73,14 +100,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
         total = 0.0
-        for name, step in SETUP_STEPS:
-            seconds, rc = timed(step, repo, env, log)
-            total += seconds
-            print(f"setup {name}: {seconds:.0f}s" + (f" (exit {rc})" if rc else ""), flush=True)
-            if rc:
-                raise SystemExit(f"bench: setup step {name} failed; see {log}")
         run_id = f"bench-cold-{time.strftime('%Y%m%d-%H%M%S')}"
         conformance_args = shlex.join(["--run-id", run_id, *a.args])
+        for name, step in setup_steps(repo / "Makefile"):
+            before = log.stat().st_size if log.exists() else 0
+            seconds, rc = timed([*step, f"CONFORMANCE_ARGS={conformance_args}"], repo, env, log)
+            total += seconds
+            print(f"setup {name} (make {step[-1]}): {seconds:.0f}s" + (f" (exit {rc})" if rc else ""), flush=True)
+            with log.open("rb") as f:
+                f.seek(before)
+                for part in parts(f.read().decode(errors="replace")):
+                    print(f"  {part}", flush=True)
+            if rc:
+                raise SystemExit(f"bench: setup step {name} failed; see {log}")
         with MemorySampler() as mem:
             seconds, rc = timed(["make", "conformance", f"CONFORMANCE_ARGS={conformance_args}"], repo, env, log)
         print(f"make conformance (setup done): {seconds:.0f}s, exit {rc}; peak memory used {mem.peak / 2**30:.1f} GiB")

@@ -4,7 +4,7 @@ the node agent, the test process and its load generators), the tests that used t
 split, and the run's total against the machine's capacity (cores x wall). The numbers also go to
 `reports/<run>/cpu.json`, beside the run's report; the raw samples to `cpu-samples.jsonl.gz`.
 
-    .venv/bin/python bench/cpu.py [--jobs N] [--period 1] [--top 15] [-- <pytest args, e.g. -k provisioning>]
+    .venv/bin/python bench/cpu.py [--jobs auto|N] [--period 1] [--top 15] [-- <pytest args, e.g. -k provisioning>]
     .venv/bin/python bench/cpu.py --from reports/<run>      # account a recorded run again
 
 Needs root (other users' /proc/<pid>/environ tells which Pod or bed a process belongs to). How processes are
@@ -31,10 +31,11 @@ SAMPLES, MARKS, OUTPUT = "cpu-samples.jsonl.gz", "cpu-marks.jsonl", "cpu.json"
 REPORT = "conformance-report.yaml"
 
 
-def default_jobs() -> int:
-    """As the Makefile's JOBS: cores + 1, at most one per 4 GiB of memory."""
-    gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 30
-    return max(1, min((os.cpu_count() or 1) + 1, gib // 4))
+def jobs_arg(value: str) -> str:
+    """`auto` (as the Makefile's JOBS: fixtures/workers.py) or a positive count."""
+    if value != "auto" and not (value.isdigit() and int(value) >= 1):
+        raise argparse.ArgumentTypeError(f"{value}: use auto or a count of at least 1")
+    return value
 
 
 def option(args: list[str], name: str) -> str | None:
@@ -50,7 +51,7 @@ def on_kind(args: list[str]) -> bool:
     return option(args, "--provider") == "kind" or (option(args, "--cluster") or "").startswith("kind")
 
 
-def run_suite(run_dir: Path, run_id: str, jobs: int, period: float, extra: list[str]) -> int:
+def run_suite(run_dir: Path, run_id: str, jobs: str, period: float, extra: list[str]) -> int:
     """Runs pytest with the sampler beside it; returns pytest's exit code."""
     run_dir.mkdir(parents=True, exist_ok=True)
     samples = run_dir / SAMPLES
@@ -133,7 +134,7 @@ def render(r: cpu_account.Result, report: dict | None, top: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--jobs", type=int, default=default_jobs(), help="pytest-xdist workers (default: as make)")
+    ap.add_argument("--jobs", type=jobs_arg, default="auto", help="pytest-xdist workers (default: auto, as make)")
     ap.add_argument("--period", type=float, default=1.0, help="seconds between samples (default: 1)")
     ap.add_argument("--top", type=int, default=15, help="how many tests to list (default: 15)")
     ap.add_argument("--from", dest="from_dir", type=Path, help="account a recorded run directory again")
@@ -146,8 +147,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.exit("bench/cpu: not supported on kind yet (Pods there are not marked with their Pod in /proc)")
         if os.geteuid() != 0:
             sys.exit("bench/cpu: needs root, to read other processes' environment in /proc")
-        if a.period <= 0 or a.jobs < 1:
-            sys.exit("bench/cpu: --period must be positive and --jobs at least 1")
+        if a.period <= 0:
+            sys.exit("bench/cpu: --period must be positive")
         run_id = option(a.pytest_args, "--run-id") or f"bench-cpu-{time.strftime('%Y%m%d-%H%M%S')}"
         run_dir = ROOT / (option(a.pytest_args, "--report-dir") or "reports") / run_id
         code = run_suite(run_dir, run_id, a.jobs, a.period, a.pytest_args)

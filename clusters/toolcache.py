@@ -3,21 +3,24 @@
 
 `ensure("kuberay", "v1.6.1", "bin/ray-operator")` returns a component's directory, running
 `clusters/local/build-tools.sh kuberay@v1.6.1` first when it is not there yet (its output goes to
-`<cache>/logs/build-<component>-<version>.log`). So a run builds only what it needs: the selected profile's
-operator, and the Gateway implementation only when a test installs it.
+`<cache>/logs/build-<component>-<version>.log`; on a terminal its progress shows, with the time left from the
+component's last build, recorded in `<cache>/logs/build-times.tsv`). So a run builds only what it needs: the
+selected profile's operator, and the Gateway implementation only when a test installs it.
 """
 from __future__ import annotations
 
 import fcntl
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+from .progress import Step, last_seconds, say
 
 CACHE = Path(os.environ.get("RAYCONF_CACHE", "/var/cache/rayconformance"))
 BUILDER = Path(__file__).resolve().parent / "local"  # build-tools.sh and the versions.env it pins
 BUILD_SCRIPT = BUILDER / "build-tools.sh"
+BUILD_TIMES = "build-times.tsv"  # in <cache>/logs, written by build-tools.sh (clusters/progress.py relay)
 
 
 class ToolBuildError(RuntimeError):
@@ -45,16 +48,24 @@ def ensure(component: str, version: str, marker: str, env: dict[str, str] | None
 
 
 def _build(component: str, version: str, marker: Path, log: Path, env: dict[str, str]) -> None:
-    sys.stderr.write(f"rayconformance: building {component} {version} (first use; log {log})\n")
+    say(f"rayconformance: building {component} {version} (first use; log {log})")
     started = time.monotonic()
-    with log.open("w") as out:
-        r = subprocess.run(["bash", str(BUILD_SCRIPT), f"{component}@{version}"], stdout=out,
-                           stderr=subprocess.STDOUT, env={**os.environ, **env})
-    if r.returncode != 0 or not marker.exists():
-        last = [ln for ln in log.read_text().splitlines() if ln.strip()][-1:] or ["no output"]
-        raise ToolBuildError(f"building {component} {version} failed (exit {r.returncode}): {last[0].strip()}; "
-                             f"see {log}")
-    sys.stderr.write(f"rayconformance: built {component} {version} in {time.monotonic() - started:.0f}s\n")
+    with Step(f"building {component} {version}", last_build_seconds(component)) as step:
+        with log.open("w") as out:
+            r = subprocess.run(["bash", str(BUILD_SCRIPT), f"{component}@{version}"], stdout=out,
+                               stderr=subprocess.STDOUT, env={**os.environ, **env})
+        if r.returncode != 0 or not marker.exists():
+            last = [ln for ln in log.read_text().splitlines() if ln.strip()][-1:] or ["no output"]
+            raise ToolBuildError(f"building {component} {version} failed (exit {r.returncode}): {last[0].strip()}; "
+                                 f"see {log}")
+    seconds = time.monotonic() - started
+    if not step.wrote:  # on a terminal the step's own line said it
+        say(f"rayconformance: built {component} {version} in {seconds:.0f}s")
+
+
+def last_build_seconds(what: str) -> float | None:
+    """How long the last real build of `what` (any version) took; None if never recorded."""
+    return last_seconds(CACHE / "logs" / BUILD_TIMES, what)
 
 
 def versions() -> dict[str, str]:

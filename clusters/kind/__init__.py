@@ -2,11 +2,12 @@
 
 - The project's own Docker engine (`engine.sh`), for machines where no Docker runs: its socket, and the
   address at which the host reaches ports it publishes (kind's API server).
-- kind and kubectl built into the tool cache (`build-kind-tools.sh`, clusters/local/build-tools.sh).
+- kind and kubectl built into the tool cache (`build-kind-tools.sh`, clusters/local/build-tools.sh), on first use
+  when a run needs them.
 - The offline node image (`build-node-image.sh`): its tag and `docker load` archive, once built.
 - The offline application images (`build-app-images.sh`): public name -> archive, once built.
 
-Nothing here runs a command; the provider runs them through its one runner.
+Nothing here runs a command but the tool cache's builds; the provider runs them through its one runner.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import os
 import zlib
 from pathlib import Path
 
-from rayconformance.clusters.toolcache import CACHE, tool, versions
+from rayconformance.clusters.toolcache import CACHE, ensure, tool, versions
 
 HERE = Path(__file__).resolve().parent
 ENGINE_SCRIPT = HERE / "engine.sh"
@@ -44,6 +45,19 @@ def cached_tool(name: str) -> Path | None:
         return None
     p = path()
     return p if p.is_file() and os.access(p, os.X_OK) else None
+
+
+BUILDABLE = {"kind": ("kind", "KIND_VERSION"), "kubectl": ("kubernetes", "KUBERNETES_VERSION")}
+
+
+def build_tool(name: str) -> Path | None:
+    """kind or kubectl built into the tool cache on first use (a kind run on a user's Docker, which `make
+    conformance` prepares only the local bed's base for), at the pinned version; None for a tool the cache does not
+    build (docker). A failed build raises ToolBuildError naming its log."""
+    if name not in BUILDABLE:
+        return None
+    component, pin = BUILDABLE[name]
+    return ensure(component, versions()[pin], f"bin/{name}") / "bin" / name
 
 
 def node_image() -> tuple[str, Path] | None:

@@ -70,13 +70,18 @@ build_kubenode() {
   case $out in *" built in "*) record_build "kubelet, kubeadm" "$KUBERNETES_VERSION" "$t" ;; esac
 }
 
+# the name a component's builds are recorded under in $BUILD_TIMES
+label() { case $1 in cni) echo "CNI plugins" ;; kubenode) echo "kubelet, kubeadm" ;; *) echo "$1" ;; esac; }
+
 all="kind containerd runc crictl cni kubenode"
 start=$(stamp)
 for c in ${*:-$all}; do
   case $c in
     kind|containerd|runc|crictl|cni|kubenode)
       log=$LOGS/build-$c.log
-      set +e; ( set -e; "build_$c" ) >"$log" 2>&1; rc=$?; set -e   # (not in an `if`: that would disable set -e)
+      # (not in an `if`: that would disable set -e); on a terminal the time so far and left, from its last build
+      set +e; ( set -e; "build_$c" ) >"$log" 2>&1 | python3 "$here/../progress.py" relay "building $c" "$(label "$c")" \
+        "$BUILD_TIMES"; rc=${PIPESTATUS[0]}; set -e
       if [ $rc != 0 ]; then
         echo "build-kind-tools: building $c failed; see $log ($(grep -v '^\s*$' "$log" | tail -1))" >&2; exit 1
       fi

@@ -7,8 +7,12 @@
 #        with RAYCONF_OPERATOR_TREE=dir, `kuberay@tree-<key>` builds that KubeRay source tree (key: its commit, and a
 #        digest of its uncommitted changes: `python -m rayconformance.fixtures.source_tree build DIR` computes it);
 #        helm: the Helm CLI at HELM_VERSION; actionlint: the workflow linter `make test` checks the CI recipe with,
-#        not built by default)
+#        not built by default; kind: the kind CLI at KIND_VERSION (clusters/kind/build-kind-tools.sh), for a kind
+#        run on a user's Docker, not built by default)
 # Already-built components are skipped. Prints what it builds and how long each took.
+# While one component compiles, the modules of the next ones are downloaded in the background (a download is
+# network- and disk-bound, a compile takes both cores): each component's fetch holds a lock its build waits for.
+# `fetch:<component>[@version]` only downloads (e.g. the operator a run builds when it brings its cluster up).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
@@ -18,20 +22,47 @@ export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
 command -v go >/dev/null || { echo "build-tools: 'go' not found on PATH; install Go >= 1.25 and retry" >&2; exit 2; }
 
 stamp() { date +%s; }
-report() { echo "build-tools: $1 built in $(( $(stamp) - $2 ))s -> $3"; }
+BUILD_TIMES=${RAYCONF_LOGS:-$CACHE/logs}/build-times.tsv   # one line per real build: UTC time, what, version, seconds
+# report WHAT START DIR: a real build's line, and its time in $BUILD_TIMES under the component's name (the estimate of
+# its next build; WHAT: "<name>[ <version>]")
+report() {
+  local secs=$(( $(stamp) - $2 )) what=${1%% *} ver=${1#* }; [ "$ver" = "$1" ] && ver=-
+  [ "$what" = local-path-provisioner ] && what=localpath
+  echo "build-tools: $1 built in ${secs}s -> $3"
+  { mkdir -p "$(dirname "$BUILD_TIMES")" && printf '%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$what" "$ver" \
+    "$secs" >> "$BUILD_TIMES"; } 2>/dev/null || true
+}
 # wrapper_module NAME MODULE@VERSION: `go mod init` a wrapper module here; print the path of upstream's go.mod
 wrapper_module() {
   go mod init "rayconformance.local/$1" >/dev/null 2>&1
   go list -m -json "$2" | python3 -c 'import json,sys;print(json.load(sys.stdin)["GoMod"])'
 }
 
+# fetched DIR CMD...: run CMD (downloads) in DIR once: under DIR/../.fetch.lock, and not again once DIR/.fetched
+# is there (an interrupted fetch leaves no marker: the next one starts DIR over)
+fetched() {
+  local dir=$1; shift
+  mkdir -p "$(dirname "$dir")"
+  (
+    flock 8
+    [ -f "$dir/.fetched" ] && exit 0
+    rm -rf "$dir"; mkdir -p "$dir" && cd "$dir"
+    "$@"
+    touch "$dir/.fetched"
+  ) 8>"$(dirname "$dir")/.fetch-$(basename "$dir").lock"
+}
+
+fetch_etcd_src() {
+  go mod init rayconformance.local/etcdbin >/dev/null 2>&1
+  go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+}
+
 build_etcd() {
   local dir=$CACHE/etcd-$ETCD_VERSION
   [ -x "$dir/bin/etcd" ] && { echo "build-tools: etcd $ETCD_VERSION cached"; return; }
   echo "build-tools: building etcd $ETCD_VERSION"; local t=$(stamp)
-  rm -rf "$dir/src"; mkdir -p "$dir/src" && cd "$dir/src"
-  go mod init rayconformance.local/etcdbin >/dev/null 2>&1
-  go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+  fetched "$dir/src" fetch_etcd_src
+  cd "$dir/src"
   go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" \
     -o "$dir/bin/etcd" go.etcd.io/etcd/server/v3
   report etcd "$t" "$dir/bin"
@@ -46,17 +77,9 @@ build_k8s_cmds() {
   for c in $cmds; do [ -x "$dir/bin/$c" ] || missing="$missing $c"; done
   [ -z "$missing" ] && { echo "build-tools: $name $K cached"; return; }
   echo "build-tools: building $name $K:$missing"; local t=$(stamp)
-  local S=v0.${K#v1.} minor; minor=$(echo "$K" | cut -d. -f2)
-  mkdir -p "$dir/$2" && cd "$dir/$2"
-  if [ ! -f go.mod ]; then
-    local gomod; gomod=$(wrapper_module "k8s-$2" "k8s.io/kubernetes@$K")
-    # every staging module upstream replaces with ./staging/... maps to its published twin
-    grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging' "$gomod" | awk '{print $1}' |
-      while read -r m; do go mod edit -replace "$m=$m@$S"; done
-    local pkgs=""; for c in $cmds; do pkgs="$pkgs k8s.io/kubernetes/cmd/$c@$K"; done
-    # shellcheck disable=SC2086
-    go get -tool $pkgs
-  fi
+  local minor; minor=$(echo "$K" | cut -d. -f2)
+  fetched "$dir/$2" fetch_k8s_src "$2" "$cmds"
+  cd "$dir/$2"
   local ld="-s -w" p
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld="$ld -X $p.gitVersion=$K -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -66,6 +89,18 @@ build_k8s_cmds() {
   # shellcheck disable=SC2086
   go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ld" -o "$dir/bin/" $pk
   report "$name" "$t" "$dir/bin"
+}
+
+# fetch_k8s_src SRC CMDS: the wrapper module (here) of build_k8s_cmds, and the modules its commands need
+fetch_k8s_src() {
+  local K=$KUBERNETES_VERSION; local S=v0.${K#v1.}
+  local gomod; gomod=$(wrapper_module "k8s-$1" "k8s.io/kubernetes@$K")
+  # every staging module upstream replaces with ./staging/... maps to its published twin
+  grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging' "$gomod" | awk '{print $1}' |
+    while read -r m; do go mod edit -replace "$m=$m@$S"; done
+  local pkgs="" c; for c in $2; do pkgs="$pkgs k8s.io/kubernetes/cmd/$c@$K"; done
+  # shellcheck disable=SC2086
+  go get -tool $pkgs
 }
 
 # the local bed's control plane, kube-proxy and kubectl
@@ -164,18 +199,20 @@ build_helm() {
   report "helm $HELM_VERSION" "$t" "$dir/bin"
 }
 
+fetch_traefik_src() {
+  local gomod; gomod=$(wrapper_module traefikbin "github.com/traefik/traefik/v3@$TRAEFIK_VERSION")
+  # upstream's module-to-module replaces (forks), taken from its go.mod; local-path replaces are not allowed
+  grep -oE '^\s*[^ /]+\.[a-z]+/[^ ]+ => [^ .][^ ]+ v[^ ]+' "$gomod" | awk '{print $1"="$3"@"$4}' |
+    while read -r r; do go mod edit -replace "$r"; done
+  go get -tool "github.com/traefik/traefik/v3/cmd/traefik@$TRAEFIK_VERSION"
+}
+
 build_traefik() {
   local dir=$CACHE/traefik-$TRAEFIK_VERSION
   [ -x "$dir/bin/traefik" ] && { echo "build-tools: traefik $TRAEFIK_VERSION cached"; return; }
   echo "build-tools: building traefik $TRAEFIK_VERSION"; local t=$(stamp)
-  mkdir -p "$dir/src" && cd "$dir/src"
-  if [ ! -f go.mod ]; then
-    local gomod; gomod=$(wrapper_module traefikbin "github.com/traefik/traefik/v3@$TRAEFIK_VERSION")
-    # upstream's module-to-module replaces (forks), taken from its go.mod; local-path replaces are not allowed
-    grep -oE '^\s*[^ /]+\.[a-z]+/[^ ]+ => [^ .][^ ]+ v[^ ]+' "$gomod" | awk '{print $1"="$3"@"$4}' |
-      while read -r r; do go mod edit -replace "$r"; done
-    go get -tool "github.com/traefik/traefik/v3/cmd/traefik@$TRAEFIK_VERSION"
-  fi
+  fetched "$dir/src" fetch_traefik_src
+  cd "$dir/src"
   go build -trimpath -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION" \
     -o "$dir/bin/traefik" github.com/traefik/traefik/v3/cmd/traefik
   report traefik "$t" "$dir/bin"
@@ -213,10 +250,47 @@ build_actionlint() {
   report "actionlint $ACTIONLINT_VERSION" "$t" "$dir/bin"
 }
 
+# prefetch C V: download what component C (at version V, else its pinned one) builds from, building nothing;
+# quietly, and only where it is not built yet (a failure here is the build's to report)
+prefetch() {
+  local c=$1 v=$2 t r; t=$(stamp)
+  case $c in
+    etcd) [ -x "$CACHE/etcd-$ETCD_VERSION/bin/etcd" ] && return 0
+          set -- fetched "$CACHE/etcd-$ETCD_VERSION/src" fetch_etcd_src ;;
+    kubernetes) [ -x "$CACHE/kubernetes-$KUBERNETES_VERSION/bin/kubectl" ] && return 0
+                set -- fetched "$CACHE/kubernetes-$KUBERNETES_VERSION/src" fetch_k8s_src src \
+                  "kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl" ;;
+    kubenode) [ -x "$CACHE/kubernetes-$KUBERNETES_VERSION/bin/kubeadm" ] && return 0
+              set -- fetched "$CACHE/kubernetes-$KUBERNETES_VERSION/node-src" fetch_k8s_src node-src "kubelet kubeadm" ;;
+    coredns) [ -x "$CACHE/coredns-$COREDNS_VERSION/bin/coredns" ] && return 0
+             set -- go install -n "github.com/coredns/coredns@$COREDNS_VERSION" ;;
+    kuberay) [ -z "${KUBERAY_PATCH:-}" ] || return 0
+             for r in ${v:-$KUBERAY_VERSIONS}; do
+               case $r in tree-*) ;; *) [ -x "$CACHE/kuberay-$r/bin/ray-operator" ] || prefetch kuberay-release "$r" ;; esac
+             done; return 0 ;;
+    kuberay-release) set -- go install -n "github.com/ray-project/kuberay/ray-operator@$v"; c=kuberay ;;
+    traefik) TRAEFIK_VERSION=${v:-$TRAEFIK_VERSION}
+             [ -x "$CACHE/traefik-$TRAEFIK_VERSION/bin/traefik" ] && return 0
+             set -- fetched "$CACHE/traefik-$TRAEFIK_VERSION/src" fetch_traefik_src ;;
+    localpath) v=${v:-$LOCAL_PATH_PROVISIONER_VERSION}
+               [ -x "$CACHE/localpath-$v/bin/local-path-provisioner" ] && return 0
+               set -- go install -n "github.com/rancher/local-path-provisioner@$v" ;;
+    gatewayapi) v=${v:-$GATEWAY_API_VERSION}
+                [ -d "$CACHE/gatewayapi-$v/crd" ] && return 0
+                set -- go mod download "sigs.k8s.io/gateway-api@$v" ;;
+    actionlint) v=${v:-$ACTIONLINT_VERSION}
+                [ -x "$CACHE/actionlint-$v/bin/actionlint" ] && return 0
+                set -- go install -n "github.com/rhysd/actionlint/cmd/actionlint@$v" ;;
+    *) return 0 ;;
+  esac
+  (cd /tmp && "$@") >/dev/null 2>&1 || return 0
+  echo "build-tools: $c${v:+ $v} modules fetched ahead in $(( $(stamp) - t ))s"
+}
+
 all="etcd kubernetes coredns kuberay traefik gatewayapi localpath helm"
-start=$(stamp)
-for arg in ${*:-$all}; do
-  c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
+# build_one COMPONENT VERSION (VERSION may be empty)
+build_one() {
+  local c=$1 v=$2
   case $c in
     kuberay) if [ "${v#tree-}" != "$v" ]; then ( build_kuberay_tree "$v" )
              elif [ -n "${KUBERAY_PATCH:-}" ]; then ( build_kuberay_patched "$v" ); else
@@ -226,7 +300,32 @@ for arg in ${*:-$all}; do
     helm) ( [ -n "$v" ] && HELM_VERSION=$v; build_helm ) ;;
     actionlint) ( [ -n "$v" ] && ACTIONLINT_VERSION=$v; build_actionlint ) ;;
     etcd|kubernetes|kubenode|coredns|gatewayapi) ( "build_$c" ) ;;
-    *) echo "build-tools: unknown component '$c' (known: $all kubenode actionlint)" >&2; exit 2 ;;
+    kind) bash "$here/../kind/build-kind-tools.sh" kind ;;
+  esac
+}
+
+# on a terminal each build's output goes through the progress relay, which shows its time so far and left (from its
+# last build in $BUILD_TIMES); elsewhere the output is as is (errors on stderr)
+start=$(stamp)
+builds=() fetches=()
+for arg in ${*:-$all}; do
+  case $arg in fetch:*) fetches+=("${arg#fetch:}") ;; *) builds+=("$arg") ;; esac
+done
+set -- "${builds[@]}"
+# from the second component on, and the fetch-only ones, downloaded in the background while the first ones build
+ahead=("${builds[@]:1}" "${fetches[@]}")
+if [ ${#ahead[@]} -gt 0 ] && [ -z "${BUILD_TOOLS_NO_PREFETCH:-}" ]; then
+  ( for arg in "${ahead[@]}"; do c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""; prefetch "$c" "$v"; done ) &
+  prefetcher=$!
+  trap 'kill "$prefetcher" 2>/dev/null || true' EXIT
+fi
+for arg in "$@"; do
+  c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
+  case " $all kubenode actionlint kind " in
+    *" $c "*) if [ -t 1 ]; then build_one "$c" "$v" 2>&1 | python3 "$here/../progress.py" relay "building $c" "$c" \
+                "$BUILD_TIMES"; else build_one "$c" "$v"; fi ;;
+    *) echo "build-tools: unknown component '$c' (known: $all kubenode actionlint kind)" >&2; exit 2 ;;
   esac
 done
+[ -z "${prefetcher:-}" ] || wait "$prefetcher" 2>/dev/null || true
 echo "build-tools: done in $(( $(stamp) - start ))s (cache: $CACHE)"

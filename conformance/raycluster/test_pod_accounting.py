@@ -29,7 +29,8 @@ def test_scaling_creates_no_redundant_pods(ctx):
     """Watching a RayCluster's worker Pods from before it exists: its group of six gets exactly six Pods,
     scaling it to zero deletes them and creates none, scaling it back to six creates exactly six new ones; at no
     moment do more than six worker Pods exist that are not being deleted, and the operator's CreatedWorkerPod
-    events count the same twelve Pods it created."""
+    events count the same twelve Pods it created (through events.k8s.io/v1, whose recorder shows a repeat's count
+    only when it refreshes the series: at least one event and never more than twelve)."""
     body = ctx.sample("raycluster-scaling")
     cluster = ctx.raycluster(body["metadata"]["name"])
 

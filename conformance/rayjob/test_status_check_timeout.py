@@ -18,7 +18,8 @@ def test_unreachable_job_ends_with_status_check_timeout(ctx):
     status checks started failing (status.jobStatusCheckFailureStartTime) and, once they have failed for the
     operator's timeout (300 s by default), ends Failed with reason JobStatusCheckTimeoutExceeded, not earlier, and
     is not retried."""
-    ctx.provider.require("cut_pod_network")
+    if not ctx.provider.supports("cut_pod_network"):  # e.g. kind: a Pod's network cannot be cut from outside
+        pytest.skip(f"provider {ctx.provider.name} cannot cut a running Pod's network")
     job = ctx.create_rayjob("rayjob-long-running")
 
     # step 1: the job runs

@@ -1,9 +1,12 @@
 """The suite's commands besides the pytest run:
 
     python -m rayconformance verify REPORT_DIR...          check submitted reports against this checkout (certify.py)
+    python -m rayconformance verify --published            check every run under reports/published/ (publish.py)
+    python -m rayconformance publish REPORT_DIR [--replace] copy a verified run to reports/published/<project>/<version>
     python -m rayconformance merge SHARD_DIR... --out DIR  one report from a sharded run's reports (merge.py)
 
-Exit 0 on success, 1 when a report does not verify or the shards cannot be merged, 2 on bad usage."""
+Exit 0 on success, 1 when a report does not verify, cannot be published or the shards cannot be merged, 2 on bad
+usage."""
 from __future__ import annotations
 
 import argparse
@@ -15,13 +18,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rayconformance")
     sub = parser.add_subparsers(dest="command", required=True)
     verify = sub.add_parser("verify", help="check reports/<run-id> directories against this suite")
-    verify.add_argument("run_dirs", nargs="+", type=Path, metavar="REPORT_DIR")
+    verify.add_argument("run_dirs", nargs="*", type=Path, metavar="REPORT_DIR")
+    verify.add_argument("--published", action="store_true",
+                        help="check every published run (reports/published/<project>/<version>)")
+    publish = sub.add_parser("publish", help="copy a verified run to reports/published/<project>/<version>")
+    publish.add_argument("run_dir", type=Path, metavar="REPORT_DIR")
+    publish.add_argument("--replace", action="store_true", help="replace a run already published for that version")
     merge = sub.add_parser("merge", help="one report from the reports of --shard K/N runs")
     merge.add_argument("run_dirs", nargs="+", type=Path, metavar="SHARD_DIR")
     merge.add_argument("--out", type=Path, required=True, metavar="DIR")
     args = parser.parse_args(argv)
     if args.command == "merge":
         return run_merge(args.run_dirs, args.out)
+    if args.command == "publish":
+        return run_publish(args.run_dir, args.replace)
+    if args.published == bool(args.run_dirs):
+        parser.error("verify: give REPORT_DIR... or --published (not both)")
+    if args.published:
+        return run_verify_published()
 
     from rayconformance.fixtures import certify
 
@@ -34,6 +48,29 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run_dir}: verified")
         failed += bool(problems)
     return 1 if failed else 0
+
+
+def run_verify_published() -> int:
+    from rayconformance import publish
+
+    runs, problems = publish.published_dirs(), publish.check_published()
+    for p in problems:
+        print(f"{publish.PUBLISHED.name}/{p}")
+    print(f"{len(runs)} published run(s) under {publish.PUBLISHED}: "
+          + (f"{len(problems)} problem(s)" if problems else "all verified"))
+    return 1 if problems else 0
+
+
+def run_publish(run_dir: Path, replace: bool) -> int:
+    from rayconformance import publish
+
+    try:
+        target = publish.publish(run_dir, replace=replace)
+    except publish.PublishError as e:
+        print(f"publish: {e}", file=sys.stderr)
+        return 1
+    print(f"published {run_dir} as {target}")
+    return 0
 
 
 def run_merge(run_dirs: list[Path], out: Path) -> int:

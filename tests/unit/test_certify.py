@@ -79,3 +79,14 @@ def test_failed_claims_and_core_tests_are_named(suite):
 def test_no_report_is_one_line(tmp_path):
     assert certify.verify(tmp_path) == [f"no report at {tmp_path / 'conformance-report.yaml'}: give the directory "
                                         "a run wrote (reports/<run-id>)"]
+
+
+def test_a_test_skipped_for_an_unclaimed_feature_does_not_count_against_its_claimed_ones():
+    report = {"operator": {"claimedFeatures": ["RayServiceZeroDowntimeUpgrade"]}, "tests": [
+        {"name": "upgrade", "features": ["RayServiceZeroDowntimeUpgrade"], "outcome": "passed"},
+        {"name": "suspend_during_upgrade", "features": ["RayServiceSuspend", "RayServiceZeroDowntimeUpgrade"],
+         "outcome": "skipped"},
+    ]}
+    assert certify.claim_problems(report) == []
+    report["tests"][0]["outcome"] = "skipped"
+    assert certify.claim_problems(report) == ["claimed feature RayServiceZeroDowntimeUpgrade skipped in upgrade"]

@@ -19,3 +19,27 @@ def test_repeats_count_from_series_then_the_deprecated_count_then_one():
     e = events.of(v1("DeletedWorkerPod", series=2))
     assert (e.kind, e.name, e.reason, e.message) == ("RayCluster", "c", "DeletedWorkerPod", "n")
     assert str(e) == "Normal DeletedWorkerPod on RayCluster c x2: n"
+
+
+def test_an_event_written_through_events_k8s_io_is_lazy():
+    assert events.of({"reason": "R", "eventTime": "2026-12-02T16:00:00.000000Z", "series": {"count": 2}}).lazy
+    assert not events.of({"reason": "R", "deprecatedCount": 6}).lazy
+
+
+def test_a_lazy_series_counts_at_least_once_and_never_above(monkeypatch):
+    import pytest
+
+    from rayconformance.fixtures.expect import raycluster
+
+    def seen(*counts, lazy=True):
+        monkeypatch.setattr(raycluster, "events", lambda api, ns: [
+            events.Event("RayCluster", "c", "Normal", "CreatedWorkerPod", "m", n, lazy=lazy) for n in counts])
+
+    seen(2, 2)
+    assert raycluster.raycluster_events_must_count(None, "ns", "c", "CreatedWorkerPod", 12, 0.05) == 4
+    seen(2, 2, lazy=False)
+    with pytest.raises(AssertionError, match="12 CreatedWorkerPod event"):
+        raycluster.raycluster_events_must_count(None, "ns", "c", "CreatedWorkerPod", 12, 0.05)
+    seen(7, 6)
+    with pytest.raises(AssertionError, match="13 CreatedWorkerPod event"):
+        raycluster.raycluster_events_must_count(None, "ns", "c", "CreatedWorkerPod", 12, 0.05)

@@ -59,10 +59,6 @@ def test_invalid_spec_needs_the_reason_and_the_field(monkeypatch, stored):
         raycluster.raycluster_must_be_reported_invalid(None, "ns", "rc", "RAY_REDIS_ADDRESS", 1, about="x")
 
 
-def test_moved_names_stay_importable_from_raycluster():
-    assert raycluster.new_head_must_be_ready is raycluster_pods.new_head_must_be_ready
-
-
 def test_handle_waits_as_long_as_its_operation(monkeypatch):
     calls = []
     monkeypatch.setattr(raycluster, "raycluster_must_drop_replica_failure", lambda *a: calls.append(a[-1]))

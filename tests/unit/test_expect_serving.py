@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect import raycluster, rayservice
+from rayconformance.fixtures.expect import raycluster_pods, rayservice
 from rayconformance.fixtures.expect import rayservice_history as history
 from rayconformance.fixtures.watch import Version, Watch
 
@@ -90,17 +90,17 @@ def test_application_status():
 
 def test_workers_must_be_kept(monkeypatch):
     pods(monkeypatch, pod("c-worker", uid="w1"))
-    before = raycluster.worker_pods_now(None, "ns", "c")
+    before = raycluster_pods.worker_pods_now(None, "ns", "c")
     assert before == {"w1": ("c-worker", 0)}
-    raycluster.workers_must_be_kept(None, "ns", "c", before, through="the loss of the head")
+    raycluster_pods.workers_must_be_kept(None, "ns", "c", before, through="the loss of the head")
     pods(monkeypatch, pod("c-worker", uid="w2"))
     with pytest.raises(AssertionError, match=r"expected the worker Pods of c to be kept through the loss of the head "
                                              r"\(same Pods, not restarted, Running and Ready\): c-worker uid=w1 "
                                              r"restarts=0; observed c-worker uid=w2 restarts=0"):
-        raycluster.workers_must_be_kept(None, "ns", "c", before, through="the loss of the head")
+        raycluster_pods.workers_must_be_kept(None, "ns", "c", before, through="the loss of the head")
     pods(monkeypatch, pod("c-worker", uid="w1", restarts=1))
     with pytest.raises(AssertionError, match=r"observed c-worker uid=w1 restarts=1"):
-        raycluster.workers_must_be_kept(None, "ns", "c", before, through="x")
+        raycluster_pods.workers_must_be_kept(None, "ns", "c", before, through="x")
 
 
 class FakeWatch:

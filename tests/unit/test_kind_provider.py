@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -11,11 +12,11 @@ import yaml
 from rayconformance.clusters import definition as definitions
 from rayconformance.fixtures.providers import ProviderError, make_provider
 from rayconformance.clusters import kind as kindtools
+from rayconformance.clusters.toolcache import ToolBuildError
 from rayconformance.fixtures.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider
 
 REPO = Path(__file__).resolve().parents[2]
-IMAGES = ["rayproject/ray:2.46.0", "quay.io/kuberay/operator:v1.6.1", "redis:7.4.0", "python:3.11-slim",
-          "traefik:v3.6.12"]
+IMAGES = ["redis:7.4.0", "python:3.11-slim", "traefik:v3.6.12"]
 DAEMON_DOWN = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
 
 
@@ -73,12 +74,13 @@ class Clock:
         self.now += s
 
 
-def provider(definition, run_dir, runner, keep=False, missing_tools=(), node_image=None, archives=None, cached=None):
+def provider(definition, run_dir, runner, keep=False, missing_tools=(), node_image=None, archives=None, cached=None,
+             build_tool=lambda t: None):
     clock = Clock()
     p = KindProvider(definitions.load(definition), run_dir, keep=keep, runner=runner, clock=clock, sleep=clock.sleep,
                      which=lambda t: None if t in missing_tools else f"/usr/bin/{t}",
                      cached_tool=lambda t: (cached or {}).get(t), node_image=lambda: node_image,
-                     image_archives=lambda: dict(archives or {}))
+                     image_archives=lambda: dict(archives or {}), build_tool=build_tool)
     return p, clock
 
 
@@ -204,6 +206,62 @@ def test_all_missing_tools_are_named_together(tmp_path):
     assert "\n" not in str(e.value) and "`kind`" in str(e.value) and "`kubectl`" in str(e.value)
 
 
+class Builds:
+    """Records the tools built on first use; `fail` makes a build fail as the tool cache's do."""
+
+    def __init__(self, fail=False):
+        self.built, self.fail = [], fail
+
+    def __call__(self, name):
+        if name == "docker":
+            return None
+        self.built.append(name)
+        if self.fail:
+            raise ToolBuildError(f"building {name} v0 failed (exit 1): go: no network; "
+                                 f"see /cache/logs/build-{name}.log")
+        return Path(f"/cache/{name}/bin/{name}")
+
+
+def test_a_missing_kind_is_built_into_the_tool_cache_and_used(tmp_path):
+    """A kind run on a user's Docker (the default where one answers) gets kind and kubectl without `make
+    kind-tools`: built on first use, only the missing ones."""
+    r, builds = Runner(), Builds()
+    p, _ = provider("kind-cpu", tmp_path, r, missing_tools={"kind"}, build_tool=builds)
+    p.up()
+    assert builds.built == ["kind"]
+    assert r.calls[1][:3] == ["/cache/kind/bin/kind", "get", "clusters"], r.lines()[:2]
+    assert p.tools["kubectl"] == "kubectl"
+
+
+def test_tools_on_path_or_in_the_cache_are_not_built(tmp_path):
+    builds = Builds()
+    provider("kind-cpu", tmp_path, Runner(), cached={"kind": Path("/c/kind")}, build_tool=builds)[0].up()
+    assert builds.built == []
+
+
+def test_a_failed_build_of_a_missing_tool_is_one_line(tmp_path):
+    r = Runner()
+    with pytest.raises(ProviderError) as e:
+        provider("kind-cpu", tmp_path, r, missing_tools={"kind", "kubectl"}, build_tool=Builds(fail=True))[0].up()
+    msg = str(e.value)
+    assert msg == ("provider kind: `kind` not found on PATH, and building it failed: building kind v0 failed (exit 1): "
+                   "go: no network; see /cache/logs/build-kind.log"), msg
+    assert r.calls == []
+
+
+def test_nothing_is_built_when_docker_is_missing(tmp_path):
+    builds = Builds()
+    with pytest.raises(ProviderError) as e:
+        provider("kind-cpu", tmp_path, Runner(), missing_tools={"docker", "kind"}, build_tool=builds)[0].up()
+    assert builds.built == [] and "`docker` not found" in str(e.value) and "`kind` not found" in str(e.value)
+
+
+def test_the_tool_cache_builds_kind_and_kubectl_only():
+    assert set(kindtools.BUILDABLE) == {"kind", "kubectl"} and kindtools.build_tool("docker") is None
+    built = (REPO / "clusters" / "local" / "build-tools.sh").read_text()
+    assert 'kind) bash "$here/../kind/build-kind-tools.sh" kind' in built  # `ensure("kind", ...)` builds it
+
+
 ENGINE = f"env {kindtools.engine_env()}"
 ENGINE_UP = f"bash {kindtools.ENGINE_SCRIPT} up"
 ENGINE_DOWN = f"bash {kindtools.ENGINE_SCRIPT} down"
@@ -287,11 +345,11 @@ def test_the_project_engine_pulls_nothing(tmp_path):
 
 def test_on_a_users_docker_archives_are_loaded_and_the_rest_comes_from_docker(tmp_path):
     r = Runner()
-    p, _ = provider("kind-cpu", tmp_path, r, archives={"rayproject/ray:2.46.0": tmp_path / "ray.tar"},
+    p, _ = provider("kind-cpu", tmp_path, r, archives={"redis:7.4.0": tmp_path / "redis.tar"},
                     node_image=(NODE_TAG, tmp_path / "node.tar"))
     p.up()
     lines = r.lines()
-    assert "kind load image-archive --name rayconformance-cpu " + str(tmp_path / "ray.tar") in lines
+    assert "kind load image-archive --name rayconformance-cpu " + str(tmp_path / "redis.tar") in lines
     assert "kind load docker-image --name rayconformance-cpu " + " ".join(IMAGES[1:]) in lines
     assert any(c.startswith("kind create cluster") and c.endswith(f"--image {NODE_TAG}") for c in lines)
     assert "apiServerAddress" not in yaml.safe_load((tmp_path / "kind-config.yaml").read_text())["networking"]
@@ -318,3 +376,72 @@ def test_node_image_and_definition_checks(tmp_path):
 
 def test_make_provider_builds_the_kind_provider(tmp_path):
     assert isinstance(make_provider("kind", "kind-gpu", tmp_path), KindProvider)
+
+
+def docker_engine(path: Path):
+    """A unix socket answering Docker's ping, as often as asked, until the returned server is closed."""
+    import socket
+    import threading
+
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(1024)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("args, docker, kind_steps", [
+    ("", False, False),  # the provider by default: the local bed ...
+    ("", True, False),  # ... or kind on a user's Docker: public images, kind built on first use
+    ("--provider local", True, False),
+    ("--provider kind", False, True),  # on the project's engine: the offline images
+    ("--cluster kind-gpu", False, True),
+    ("--provider kind", True, False),  # on a user's Docker: nothing offline
+])
+def test_make_conformance_builds_offline_kind_images_only_for_the_projects_engine(tmp_path, args, docker, kind_steps):
+    sock = tmp_path / "docker.sock"
+    server = docker_engine(sock) if docker else None
+    try:
+        r = subprocess.run(["make", "-n", "conformance", f"CONFORMANCE_ARGS={args}"], cwd=REPO, capture_output=True,
+                           text=True, timeout=60, env={**os.environ, "DOCKER_HOST": f"unix://{sock}"})
+    finally:
+        if server:
+            server.close()
+    assert r.returncode == 0, r.stderr
+    steps = [line for line in r.stdout.splitlines() if "clusters/kind/" in line]
+    assert bool(steps) == kind_steps, r.stdout
+
+
+def test_docker_answers_is_asked_without_the_virtualenv(tmp_path):
+    sock = tmp_path / "docker.sock"
+    env = {"PATH": os.environ["PATH"], "DOCKER_HOST": f"unix://{sock}"}
+    script = REPO / "clusters" / "kind" / "docker.py"
+    assert subprocess.run(["python3", str(script)], capture_output=True, text=True, env=env).stdout == ""
+    server = docker_engine(sock)
+    try:
+        r = subprocess.run(["python3", str(script)], capture_output=True, text=True, env=env)
+    finally:
+        server.close()
+    assert r.stdout.strip() == str(sock)
+
+
+def test_an_image_loaded_at_bring_up_is_not_loaded_again(tmp_path):
+    r = Runner()
+    p, _ = provider("kind-cpu", tmp_path, r)
+    p.up()
+    operator = IMAGES[0]  # an image of the definition's, which the run asks for again
+    p.load_images([operator, "rayproject/ray:2.60.0", "rayproject/ray:2.60.0"])
+    loads = [c for c in r.lines() if c.startswith("kind load")]
+    assert loads[-1] == "kind load docker-image --name rayconformance-cpu rayproject/ray:2.60.0"
+    assert sum(operator in c for c in loads) == 1

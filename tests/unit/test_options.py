@@ -74,6 +74,7 @@ features: [RayClusterProvisioning]
     (["--timeout-scale=0"], None, "--timeout-scale must be a number > 0, got '0'"),
     (["--timeout-scale=fast"], None, "--timeout-scale must be a number > 0, got 'fast'"),
     (["--run-id=a/b"], None, "--run-id 'a/b' is not usable"),
+    (["--run-id=published"], None, "--run-id published: reports/published/ holds published runs"),
     (["--provider=kind", "--cluster=local-cpu"], None,
      "cluster definition 'local-cpu' is for provider 'local', not 'kind'"),
     (["--cluster=nowhere"], None, "cluster definition 'nowhere' not found"),
@@ -140,3 +141,16 @@ def test_attach_kubeconfig_takes_an_existing_file_and_an_adopting_provider(suite
         suite.run("--provider=kind", "--attach-kubeconfig=bed.kubeconfig"))
     assert options_of(pytester, "--attach-kubeconfig=bed.kubeconfig").attach_kubeconfig == \
         pytester.path / "bed.kubeconfig"
+
+
+def test_attach_kubeconfig_uses_the_local_bed_where_docker_answers_too(suite, pytester, monkeypatch):
+    """Where a Docker engine answers, the provider by default is kind; a run attached to a local bed is local."""
+    from rayconformance.fixtures import providers
+
+    monkeypatch.setattr(providers, "default_provider", lambda: ("kind", "a Docker engine answers at /x"))
+    suite.tests()
+    (pytester.path / "kc").write_text("apiVersion: v1\n")
+    result = pytester.runpytest("conformance", "--collect-only", "--attach-kubeconfig=kc", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["rayconformance: provider local (--attach-kubeconfig: a local bed that is up)*"])
+    result = pytester.runpytest("conformance", "--collect-only", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["rayconformance: provider kind (a Docker engine answers at /x)*"])

@@ -52,6 +52,7 @@ def test_window_reads_runnable_tasks_pressure_and_steal(tmp_path):
     assert measured["runnable_per_core"] == 2.0  # 5 running less the reader, on 2 cores
     assert measured["cpu_pressure_pct"] == 50.0
     assert measured["steal_pct"] == 25.0  # 50 of 200 ticks
+    assert measured["busy_cores"] == 1.0  # of 200 ticks, 50 idle and 50 stolen: half of 2 cores busy
     assert pressure.overloaded(measured, 2.0) and not pressure.overloaded(measured, 2.5)
     assert "2.0 runnable tasks per core" in pressure.describe(measured)
 

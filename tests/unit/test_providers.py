@@ -51,11 +51,16 @@ def test_every_shipped_definition_makes_its_provider(tmp_path):
         assert provider.definition.name == name
 
 
-def test_local_reports_gpu_nodes_and_unmapped_images(tmp_path):
+def test_local_reports_gpu_nodes_and_unmapped_images(tmp_path, monkeypatch):
+    from rayconformance.clusters.local.nodeagent import images
+
+    made = []
+    monkeypatch.setattr(images, "ensure_ray_venv", made.append)
     gpu = providers.make_provider("local", "local-gpu", tmp_path)
     assert gpu.gpu_nodes() and all(n > 0 for n in gpu.gpu_nodes().values())
     assert providers.make_provider("local", "local-cpu", tmp_path).gpu_nodes() == {}
     gpu.load_images(["rayproject/ray:2.46.0", "redis:7.4.0"])
+    assert made == ["2.46.0"]  # the Ray image's venv, before any Pod needs it
     with pytest.raises(ProviderError, match="no image rule .* maps nginx:1"):
         gpu.load_images(["nginx:1"])
 

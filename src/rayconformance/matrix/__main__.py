@@ -23,6 +23,13 @@ def split(value: str | None) -> list[str]:
     return [s.strip() for s in (value or "").replace(" ", ",").split(",") if s.strip()]
 
 
+def jobs(value: str) -> str:
+    """`auto` (the suite chooses: fixtures/workers.py) or a count of at least 1."""
+    if value != "auto" and not (value.isdigit() and int(value) >= 1):
+        raise argparse.ArgumentTypeError(f"{value}: use auto or a count of at least 1")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m rayconformance.matrix", description=PACKAGE_DOC,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -39,7 +46,8 @@ def parser() -> argparse.ArgumentParser:
                    help="the suite's --provider (default: the --cluster definition's, else local)")
     r.add_argument("--cluster", default=os.environ.get("MATRIX_CLUSTER") or None,
                    help="the suite's --cluster definition (default: the provider's own)")
-    r.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "3")), help="pytest-xdist workers per run")
+    r.add_argument("--jobs", type=jobs, default=os.environ.get("JOBS") or "auto",
+                   help="pytest-xdist workers per run: auto (the suite chooses, as make) or a count")
     r.add_argument("--kubeconfig", help="a local bed already up: every run attaches to it and it is left up "
                                         "(default: bring one up for the matrix and take it down after)")
     r.add_argument("--report-dir", default="reports")

@@ -78,11 +78,11 @@ def target(provider: str | None, cluster: str | None, kubeconfig: str | None) ->
     return Target(name, defn, Path(kubeconfig).resolve() if kubeconfig else None), cls
 
 
-def run_cell(cell: Cell, out: Path, where: Target, extra: list[str], jobs: int) -> None:
+def run_cell(cell: Cell, out: Path, where: Target, extra: list[str], jobs: int | str) -> None:
     run_id = f"{Path(cell.profile).name.removesuffix('.yaml')}-ray{cell.ray_version}"
     cell.args = ["--operator-profile", cell.profile, "--ray-version", cell.ray_version, *extra]
     argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", "-q", "-rN",
-            *(["-n", str(jobs)] if jobs > 1 else []), *where.suite_args(),
+            *(["-n", str(jobs)] if str(jobs) != "1" else []), *where.suite_args(),
             "--report-dir", str(out), "--run-id", run_id, *cell.args]
     started = time.monotonic()
     print(f"matrix: {cell.column}: {shlex.join(argv[2:])}", flush=True)
@@ -99,7 +99,7 @@ def run_cell(cell: Cell, out: Path, where: Target, extra: list[str], jobs: int) 
 
 
 def run_matrix(cells: list[Cell], skipped: list[str], out: Path, matrix_id: str, where: Target, shared: bool,
-               extra: list[str], jobs: int) -> Path:
+               extra: list[str], jobs: int | str) -> Path:
     """Run every cell in order; `shared`: bring the cluster up once here for all of them (unless `where`
     already names one) and take it down at the end. Returns the matrix report's path."""
     out.mkdir(parents=True, exist_ok=True)

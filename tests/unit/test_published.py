@@ -1,0 +1,140 @@
+"""Published results (reports/published/<project>/<version>/): every run kept there verifies (this is the verify
+step `make test` runs), `publish` copies a verified run into the layout, and a tampered copy fails in one line."""
+from __future__ import annotations
+
+import yaml
+
+from rayconformance import publish
+from rayconformance.__main__ import main
+from rayconformance.fixtures import certify
+
+from .test_certify import run
+
+
+def test_every_published_run_verifies():
+    problems = publish.check_published()
+    assert not problems, "published runs that do not verify:\n  " + "\n  ".join(problems)
+
+
+def published_run(suite, tmp_path):
+    run(suite)
+    target = publish.publish(suite.run_dir, tmp_path / "published")
+    assert target == tmp_path / "published" / "kuberay" / "v1.6.1"  # the default profile's implementation
+    return target
+
+
+def edit(target, change) -> None:
+    path = target / "conformance-report.yaml"
+    report = yaml.safe_load(path.read_text())
+    change(report)
+    path.write_text(yaml.safe_dump(report, sort_keys=False))
+
+
+def test_publish_copies_a_verified_run_under_its_project_and_version(suite, tmp_path, capsys, monkeypatch):
+    target = published_run(suite, tmp_path)
+    assert (target / "conformance-report.yaml").read_bytes() == (suite.run_dir / "conformance-report.yaml").read_bytes()
+    assert not (target / "diagnostics").exists()
+    assert publish.check_published(tmp_path / "published") == []
+    monkeypatch.setattr(publish, "PUBLISHED", tmp_path / "published")
+    capsys.readouterr()
+    assert main(["verify", "--published"]) == 0
+    assert "1 published run(s)" in capsys.readouterr().out
+
+
+def test_publish_refuses_to_overwrite_and_replaces_when_asked(suite, tmp_path):
+    target = published_run(suite, tmp_path)
+    (target / "stale").write_text("")
+    try:
+        publish.publish(suite.run_dir, tmp_path / "published")
+        raise AssertionError("published over an existing run")
+    except publish.PublishError as e:
+        assert "exists already; pass --replace" in str(e)
+    assert publish.publish(suite.run_dir, tmp_path / "published", replace=True) == target
+    assert not (target / "stale").exists()
+
+
+def test_a_run_that_does_not_verify_is_not_published(suite, tmp_path, capsys):
+    run(suite)
+    edit(suite.run_dir, lambda r: r["tests"][0].update(outcome="failed"))
+    capsys.readouterr()
+    assert main(["publish", str(suite.run_dir)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "results checksum" in err[0], err
+    assert not (tmp_path / "published").exists()
+
+
+def test_an_edited_outcome_in_a_published_copy_is_one_line(suite, tmp_path, capsys, monkeypatch):
+    target = published_run(suite, tmp_path)
+    edit(target, lambda r: r["tests"][1].update(outcome="failed"))
+    problems = publish.check_published(tmp_path / "published")
+    assert len(problems) == 1 and problems[0].startswith("kuberay/v1.6.1: results checksum"), problems
+    monkeypatch.setattr(publish, "PUBLISHED", tmp_path / "published")
+    capsys.readouterr()
+    assert main(["verify", "--published"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("published/kuberay/v1.6.1: results checksum") and "1 problem(s)" in out[1], out
+
+
+def test_a_changed_digest_in_a_published_copy_is_one_line(suite, tmp_path):
+    target = published_run(suite, tmp_path)
+    edit(target, lambda r: r["certification"].update(suiteDigest="sha256:" + "0" * 64))
+    problems = publish.check_published(tmp_path / "published")
+    assert len(problems) == 1 and problems[0].startswith("kuberay/v1.6.1: suite digest sha256:000"), problems
+    assert "is not suite commit" in problems[0], problems  # checked against the commit the report names
+
+
+def test_a_run_of_an_earlier_suite_is_checked_against_that_commit(suite, tmp_path, monkeypatch):
+    target = published_run(suite, tmp_path)
+    copy = tmp_path / "suite-now"
+    for part, _ in certify.SUITE_PARTS:  # the suite moved on since the run: a test changed
+        (copy / part).mkdir(parents=True)
+    (copy / "conformance" / "test_new.py").write_text("# a new test\n")
+    assert publish.check_published(tmp_path / "published", root=copy) == []
+
+
+def test_a_suite_commit_missing_from_the_clone_is_one_line(suite, tmp_path):
+    target = published_run(suite, tmp_path)
+    edit(target, lambda r: r.update(suiteVersion="0.1.0+gdeadbeef0000"))
+    copy = tmp_path / "suite-now"
+    (copy / "conformance").mkdir(parents=True)
+    problems = publish.check_published(tmp_path / "published", root=copy)
+    assert problems == ["kuberay/v1.6.1: suite commit deadbeef0000 is not in this clone's history (a shallow clone? "
+                        "fetch it, e.g. actions/checkout with fetch-depth: 0)"], problems
+
+
+def test_a_run_published_under_another_version_is_one_line(suite, tmp_path):
+    target = published_run(suite, tmp_path)
+    target.rename(target.with_name("v9.9.9"))
+    assert publish.check_published(tmp_path / "published") == [
+        "kuberay/v9.9.9: the report is of kuberay v1.6.1: publish it under kuberay/v1.6.1"]
+
+
+def test_a_directory_without_a_report_is_one_line(tmp_path):
+    (tmp_path / "published" / "kuberay" / "v1.6.1").mkdir(parents=True)
+    problems = publish.check_published(tmp_path / "published")
+    assert len(problems) == 1 and problems[0].startswith("kuberay/v1.6.1: no report at"), problems
+
+
+def test_an_implementation_that_cannot_name_a_directory_is_refused():
+    for bad in ({"project": "../x", "version": "v1"}, {"project": "kuberay", "version": ""}):
+        try:
+            publish.place({"implementation": bad})
+            raise AssertionError(bad)
+        except publish.PublishError as e:
+            assert "cannot name a directory" in str(e)
+
+
+def test_a_run_of_uncommitted_tests_is_not_published(suite, tmp_path):
+    """A published run is checked later against the commit it names: one whose tests differ is refused now."""
+    import subprocess
+
+    run(suite)
+    first = subprocess.run(["git", "-C", str(certify.ROOT), "rev-list", "--max-parents=0", "HEAD"],
+                           capture_output=True, text=True).stdout.split()[0][:12]
+    edit(suite.run_dir, lambda r: r.update(suiteVersion=f"0.1.0+g{first}"))
+    try:
+        publish.publish(suite.run_dir, tmp_path / "published")
+        raise AssertionError("published")
+    except publish.PublishError as e:
+        assert f"is not suite commit {first}'s" in str(e) and "run it from a clean checkout" in str(e), e
+    assert not (tmp_path / "published").exists()

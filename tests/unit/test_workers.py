@@ -1,0 +1,216 @@
+"""Workers chosen by measured CPU headroom (`-n auto`): the decision, the costs read from an earlier report, and a run
+that prints and reports its choice and orders its tests by the earlier run's durations."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from rayconformance.fixtures import workers
+
+
+def costs(durations, demand, base):
+    return workers.Costs(durations, demand, base, "by hand", "report.yaml")
+
+
+def test_without_an_earlier_report_cores_plus_one_within_memory():
+    assert workers.decide(2, 24, None).workers == 3
+    assert workers.decide(8, 16, None).workers == 4  # one per 4 GiB
+    choice = workers.decide(2, 24, None)
+    assert choice.chosen_by == "default" and "cores + 1 (2 + 1)" in choice.reason
+
+
+def test_the_most_workers_whose_expected_demand_stays_within_the_cores():
+    many = {f"t{i}": 100.0 for i in range(20)}
+    choice = workers.decide(2, 24, costs(many, demand=0.5, base=0.3))
+    assert choice.workers == 3  # 0.3 + 3 x 0.5 = 1.8 = 90 % of 2 cores; a 4th would make 2.3
+    assert choice.chosen_by == "measured"
+    assert "0.30 (bed, operator) + 3 x 0.50" in choice.reason and "1.80 of 2 cores" in choice.reason
+    assert workers.decide(2, 24, costs(many, demand=0.9, base=0.3)).workers == 1
+    assert workers.decide(2, 24, costs(many, demand=0.5, base=2.5)).workers == 1  # a busy bed: one, never none
+    assert workers.decide(4, 24, costs(many, demand=0.2, base=0.3)).workers == 5  # 16 by CPU, 6 by memory, cores + 1
+    assert workers.decide(8, 24, costs(many, demand=0.2, base=0.3)).workers == 6  # by memory
+
+
+def test_no_more_workers_than_the_longest_test_lets_finish_sooner():
+    choice = workers.decide(8, 64, costs({"long": 300.0, "a": 100.0, "b": 100.0, "c": 50.0}, demand=0.1, base=0))
+    assert choice.workers == 2  # 550 s in all over the longest's 300 s
+    assert "at most 2 by test times" in choice.reason
+
+
+def test_a_negligible_measured_demand_does_not_ask_for_unbounded_workers():
+    many = {f"t{i}": 10.0 for i in range(100)}
+    assert workers.decide(2, 1024, costs(many, demand=0.0, base=0.0)).workers == 3  # cores + 1, not 1.8 / MIN_DEMAND
+    assert workers.decide(64, 1024, costs(many, demand=0.0, base=0.0)).workers == 65
+
+
+def test_fit_separates_the_bed_from_the_tests():
+    # base 0.4 cores, 0.6 per running test: a serial test alone, then two and three side by side
+    windows = [(0, 100, 1.0), (100, 200, 1.6), (100, 200, 1.6), (200, 300, 2.2), (200, 300, 2.2), (200, 300, 2.2)]
+    base, demand, how = workers.fit(windows)
+    assert base == pytest.approx(0.4) and demand == pytest.approx(0.6)
+    assert how.startswith("fitted over 6 tests")
+
+
+def test_fit_charges_everything_to_the_tests_when_concurrency_never_varies():
+    base, demand, how = workers.fit([(0, 50, 1.2), (50, 100, 0.8), (100, 200, 1.0)])
+    assert base == 0.0 and demand == pytest.approx(1.0)  # weighted by length
+    assert "all of the machine's demand charged to them" in how
+
+
+def report(tests, cores=2) -> dict:
+    return {"scheduling": {"cores": cores}, "tests": tests}
+
+
+WINDOWS = [(0, 100, 1.0), (100, 200, 1.6), (100, 200, 1.6), (200, 300, 2.2), (200, 300, 2.2), (200, 300, 2.2)]
+
+
+def test_costs_from_the_cores_busy_while_each_test_ran(tmp_path):
+    rows = [{"name": n, "outcome": "passed", "durationSeconds": e - s, "startSeconds": s, "stopSeconds": e,
+             "measurements": {workers.BUSY: busy, "environment.runnable_per_core": 9.0}} for n, (s, e, busy) in zip("abcdef", WINDOWS)]
+    path = tmp_path / "conformance-report.yaml"
+    path.write_text(yaml.safe_dump(report(rows)))
+    c = workers.costs_of(path, cores_now=2)
+    assert c.base == pytest.approx(0.4) and c.demand == pytest.approx(0.6)
+    assert "cores busy" in c.how
+
+
+def test_an_older_report_without_busy_cores_is_not_used(tmp_path):
+    rows = [{"name": n, "outcome": "passed", "durationSeconds": e - s, "startSeconds": s, "stopSeconds": e,
+             "measurements": {"environment.runnable_per_core": 2.5}} for n, (s, e, _) in zip("abcdef", WINDOWS)]
+    path = tmp_path / "conformance-report.yaml"
+    path.write_text(yaml.safe_dump(report(rows)))
+    with pytest.raises(ValueError, match="busy cores"):
+        workers.costs_of(path, cores_now=2)
+
+
+def test_costs_from_bench_cpu_json_beside_the_report(tmp_path):
+    rows = [{"name": "a", "outcome": "passed", "durationSeconds": 100.0},
+            {"name": "b", "outcome": "failed", "durationSeconds": 300.0}]
+    (tmp_path / "conformance-report.yaml").write_text(yaml.safe_dump(report(rows)))
+    (tmp_path / "cpu.json").write_text(json.dumps({"wallSeconds": 200.0, "runCpuSeconds": 260.0, "tests": {
+        "a": {"ray": 40.0, "harness": 5.0, "other": 5.0}, "b": {"ray": 120.0, "harness": 20.0, "other": 10.0}}}))
+    c = workers.costs_of(tmp_path / "conformance-report.yaml", cores_now=2)
+    assert c.demand == pytest.approx(0.5)  # 200 CPU-s over 400 s of tests
+    assert c.base == pytest.approx(0.3)  # the other 60 CPU-s over 200 s
+    assert "cpu.json" in c.how
+
+
+def test_a_report_without_measurements_is_no_cost(tmp_path):
+    path = tmp_path / "conformance-report.yaml"
+    path.write_text(yaml.safe_dump(report([{"name": "a", "outcome": "passed", "durationSeconds": 5.0}])))
+    with pytest.raises(ValueError):
+        workers.costs_of(path, cores_now=2)
+
+
+SUITE = '''
+import time
+
+import pytest
+
+
+@pytest.mark.feature("RayClusterProvisioning")
+def test_short(cluster):
+    time.sleep(0.2)
+
+
+@pytest.mark.feature("RayClusterSuspend")
+def test_long(cluster):
+    time.sleep(1.0)
+'''
+
+
+def test_auto_reads_the_earlier_run_and_says_so(suite):
+    suite.tests(SUITE)
+    first = suite.run_subprocess("--all-features", "-n", "auto")
+    assert first.ret == 0, first.stdout.str()
+    scheduling = suite.report()["scheduling"]
+    assert scheduling["chosenBy"] == "default" and scheduling["order"].startswith("in collection order")
+    first.stdout.fnmatch_lines(["rayconformance: * workers: no earlier report with test durations*"])
+
+    second = suite.run_subprocess("--all-features", "-n", "auto")
+    assert second.ret == 0, second.stdout.str()
+    scheduling = suite.report()["scheduling"]
+    assert scheduling["chosenBy"] == "measured", scheduling
+    assert "expected CPU demand" in scheduling["reason"] and scheduling["workers"] >= 1
+    assert scheduling["order"].startswith("longest first by the test durations in")
+    second.stdout.fnmatch_lines(["rayconformance: * expected CPU demand*"])
+
+
+def test_a_count_given_by_hand_is_used_and_reported(suite):
+    suite.tests(SUITE)
+    result = suite.run_subprocess("--all-features", "-n", "2")
+    assert result.ret == 0, result.stdout.str()
+    scheduling = suite.report()["scheduling"]
+    assert scheduling["workers"] == 2 and scheduling["chosenBy"] == "given"
+
+
+def test_an_unsharded_run_is_ordered_by_the_newest_earlier_report(tmp_path):
+    import os
+
+    from rayconformance.fixtures import options
+
+    def write(run: str, cluster: str, mtime: int, rows=None) -> None:
+        (tmp_path / run).mkdir()
+        path = tmp_path / run / "conformance-report.yaml"
+        path.write_text(yaml.safe_dump({"cluster": {"name": cluster}, "tests": rows or [
+            {"name": "a", "outcome": "passed", "durationSeconds": 3.0}]}))
+        os.utime(path, (mtime, mtime))
+
+    v = {"durations-from": None, "baseline": None, "shard": None, "cluster": None}
+    assert options.durations_source(v, tmp_path, None) is None
+    write("old", "local-cpu", 1000)
+    write("new", "kind-cpu", 2000)
+    write("skipped", "local-cpu", 3000, [{"name": "a", "outcome": "skipped", "durationSeconds": 0.0}])
+    assert options.durations_source(v, tmp_path, None).endswith("new/conformance-report.yaml")
+    assert options.durations_source({**v, "cluster": "local-cpu"}, tmp_path, None).endswith("old/conformance-report.yaml")
+    assert options.durations_source({**v, "shard": "1/2"}, tmp_path, None) is None  # every shard the same split
+    assert options.durations_source({**v, "baseline": "b.yaml"}, tmp_path, None) == "b.yaml"
+    assert options.durations_source(v, tmp_path, {options.WORKER_DURATIONS: ""}) is None  # the controller's
+
+
+def test_first_waves_pairs_the_longest_with_the_next_waves_shortest():
+    from rayconformance.fixtures import shards
+
+    assert shards.first_waves(list("abcdefg"), 3) == list("afbecdg")
+    assert shards.first_waves(list("abcd"), 2) == list("adbc")
+    assert shards.first_waves(list("abc"), 2) == list("abc")  # too few: xdist hands them out one each
+    assert shards.first_waves(list("abcd"), 1) == list("abcd")
+
+
+ORDERED = '''
+import time
+
+import pytest
+
+
+@pytest.mark.feature("RayClusterProvisioning")
+def test_longest(cluster):
+    time.sleep(3.0)
+
+
+@pytest.mark.feature("RayClusterSuspend")
+def test_second(cluster):
+    time.sleep(2.5)
+
+
+@pytest.mark.feature("RayJobK8sJobMode")
+def test_third(cluster):
+    time.sleep(0.3)
+
+
+@pytest.mark.feature("RayClusterManualScaling")
+def test_fourth(cluster):
+    time.sleep(0.2)
+'''
+
+
+def test_the_two_longest_start_together_on_two_workers(suite):
+    suite.tests(ORDERED)
+    assert suite.run_subprocess("--all-features").ret == 0  # one process: the durations to order by
+    result = suite.run_subprocess("--all-features", "-n", "2")
+    assert result.ret == 0, result.stdout.str()
+    start = {t["name"]: t["startSeconds"] for t in suite.report()["tests"]}
+    # handed out in blocks, the second longest would start after the longest, 3 s later
+    assert abs(start["longest"] - start["second"]) < 2.0, start
