@@ -1,5 +1,6 @@
-"""Autoscaler v2 settings a user tunes: a worker group's own idle timeout, and how fast the autoscaler adds workers
-(autoscalerOptions.upscalingMode). Both are read by Ray's autoscaler from the RayCluster as stored."""
+"""Autoscaler v2 settings a user tunes: a worker group's own idle timeout, how fast the autoscaler adds workers
+(autoscalerOptions.upscalingMode), and which of several fitting worker groups it prefers (a worker group's
+priority). All are read by Ray's autoscaler from the RayCluster as stored."""
 from __future__ import annotations
 
 import pytest
@@ -128,3 +129,57 @@ def test_upscaling_mode_paces_new_workers(ctx, mode):
              f"(group {gname} replicas 0 -> {BURST}); observed replicas {shown}")
     assert pods.peak <= BURST, \
         f"demand for {BURST} workers must bring no more than {BURST} worker Pods; observed {pods.summary()}"
+
+
+# One detached actor needing one CPU, which a worker of either group gives alike (single quotes only).
+HOLD_CPU = """
+import ray
+ray.init(namespace='rayconformance')
+
+@ray.remote(num_cpus=1)
+class Holder:
+    def ping(self):
+        return 'pong'
+
+h = Holder.options(name='cpu-holder', lifetime='detached').remote()
+print('PING', ray.get(h.ping.remote(), timeout=900))
+"""
+
+
+@pytest.mark.feature("RayClusterWorkerGroupPriority")
+@pytest.mark.samples("raycluster-autoscaler-priority")
+def test_higher_priority_group_gets_the_new_worker(ctx):
+    """With autoscaler v2, of two worker groups that both fit a demand equally well (same CPUs and memory, both at
+    0 workers), the one with the higher priority gets the worker the demand needs, even when it is listed after
+    the other: the other group's replicas stay 0 and none of its Pods is ever created."""
+    body = ctx.sample("raycluster-autoscaler-priority")
+    first, second = body["spec"]["workerGroupSpecs"]
+    assert second["priority"] > first["priority"] and all(
+        first[k] == second[k] for k in ("rayStartParams", "template", "minReplicas", "replicas")), \
+        "the sample's groups must differ in priority only, the higher one listed second"
+    preferred, fallback = second["groupName"], first["groupName"]
+    wanted = {preferred: second["priority"], fallback: first["priority"]}
+
+    # step 1: the cluster comes up with the head alone
+    cluster = ctx.create_raycluster(body)
+    cluster.must_be_provisioned()
+
+    with cluster.watch_pods(group=fallback) as fallback_pods:
+        # step 2: a demand for one CPU, which a worker of either group fits alike
+        cluster.ray_job_must_succeed(HOLD_CPU)
+
+        # step 3: its worker came from the higher-priority group, the one listed second
+        stored = {g["groupName"]: g.get("priority") for g in cluster.get()["spec"]["workerGroupSpecs"]}
+        fallback_pods.must_not_have_failed()
+        assert not fallback_pods.created, \
+            (f"the autoscaler must take the new worker from group {preferred} (priority {wanted[preferred]}), not "
+             f"from group {fallback} (priority {wanted[fallback]}, listed first), as both fit the demand alike; "
+             f"observed {fallback_pods.summary()} in group {fallback}; priorities as stored: {stored}; "
+             f"{cluster.describe_worker_groups()}")
+    cluster.group_workers_must_be_running_and_ready(
+        preferred, 1, ctx.timeouts.short,
+        what=f"the actor's worker to be in group {preferred} (priority {wanted[preferred]})")
+    replicas = {g["groupName"]: g.get("replicas") for g in cluster.get()["spec"]["workerGroupSpecs"]}
+    assert replicas == {preferred: 1, fallback: 0}, \
+        (f"the autoscaler must scale group {preferred} to 1 and leave group {fallback} at 0; observed replicas "
+         f"{replicas}")

@@ -1,4 +1,5 @@
-"""GCS fault tolerance with an external Redis: Ray state survives the loss of the head Pod; cleanup on delete."""
+"""GCS fault tolerance with an external Redis, or with an embedded store on a volume the operator provisions (no
+Redis): Ray state survives the loss of the head Pod; cleanup on delete."""
 from __future__ import annotations
 
 import uuid
@@ -110,6 +111,42 @@ def test_detached_actor_survives_head_pod_deletion(ctx, redis):
     assert len(workers) == 1, f"the worker should have survived the head failure: {describe_pods(workers)}"
 
     detached_actor_must_keep_its_state(cluster, "head failure")
+
+
+@pytest.mark.feature("RayClusterGCSEmbeddedStorage")
+@pytest.mark.samples("raycluster-gcs-embedded")
+def test_embedded_store_keeps_detached_actor_across_head_loss(ctx):
+    """With GCS fault tolerance on an embedded store (gcsFaultToleranceOptions.backend rocksdb) and no Redis at all,
+    the operator provisions a PersistentVolumeClaim owned by the RayCluster, Bound and mounted by the head Pod; when
+    the head Pod is deleted, the new head mounts the same claim, the worker Pod stays, and a detached actor keeps its
+    state; deleting the RayCluster deletes the claim with it."""
+    cluster = ctx.create_raycluster("raycluster-gcs-embedded")
+    cluster.must_be_provisioned()
+
+    # step 1: the store's claim, Bound and mounted by the head
+    claim = cluster.head_storage_must_be_bound(ctx.timeouts.short, what="the embedded GCS store")
+    old_head = cluster.head_pod()
+    workers = sorted(cluster.worker_pods_now())
+
+    # step 2: a detached actor with state
+    create_counter(cluster)
+
+    # step 3: the head Pod goes; a new head comes up on the same claim
+    ctx.core.delete_namespaced_pod(old_head.metadata.name, ctx.namespace)
+    cluster.new_head_must_be_ready(old_head.metadata.uid, ctx.timeouts.long)
+    again = cluster.head_storage_must_be_bound(ctx.timeouts.short, what="the embedded GCS store after the head's loss")
+    assert again.metadata.uid == claim.metadata.uid, \
+        (f"the new head must mount the same claim as the old one ({claim.metadata.name}, uid {claim.metadata.uid}); "
+         f"observed {again.metadata.name}, uid {again.metadata.uid}")
+
+    # step 4: the worker stayed, and the detached actor kept its state (read back from the store, no Redis)
+    assert sorted(cluster.worker_pods_now()) == workers, \
+        f"the worker Pod should have stayed through the head's loss: {describe_pods(cluster.pods('worker'))}"
+    detached_actor_must_keep_its_state(cluster, "head Pod's deletion")
+
+    # step 5: the claim goes with the RayCluster
+    cluster.delete()
+    cluster.head_storage_must_be_gone(claim.metadata.name, after="the RayCluster's deletion")
 
 
 # Runs on the head as a Ray job: kills the head's GCS server process (single quotes only).

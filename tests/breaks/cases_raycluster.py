@@ -88,4 +88,14 @@ CASES = [
     # brings up a GPU Pod whose Ray node offers no GPU, so the GPU actor is never placed
     Case("gpu_group_scales_from_zero_and_back", "not placed within", patch="raycluster-gpu-limit-not-passed-to-ray",
          timeout_scale=0.5),
+    # KubeRay v1.7.0 patched (tests/breaks/patches/v1.7.0/, applied to a copy of the tree given in
+    # RAYCONF_OPERATOR_TREE): the operator's RayCluster CRD lacks workerGroupSpecs[].priority, so the API server
+    # prunes it and Ray's autoscaler v2 sees every group at priority 0: the tie goes to the group listed first
+    Case("higher_priority_group_gets_the_new_worker", "must take the new worker from group preferred",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-crd-drops-priority", timeout_scale=0.5),
+    # the head gets the embedded store's volume and RAY_gcs_storage_path but not RAY_gcs_storage=rocksdb: Ray keeps
+    # the GCS in memory, so the new head starts empty and the detached actor is gone
+    Case("embedded_store_keeps_detached_actor_across_head_loss", "keep its state|worker Pod should have stayed",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-embedded-gcs-not-selected",
+         timeout_scale=0.5),
 ]
