@@ -5,15 +5,18 @@ import pytest
 
 from rayconformance.fixtures.expect.namespace import ray_resources_must_be_deleted
 from rayconformance.fixtures.expect.workloads import deployment_must_be_ready
+from rayconformance.fixtures.handles.redis import Access, Redis
 
 
 @pytest.fixture
-def redis(ctx):
-    """samples/redis.yaml in the test's namespace (Service `redis`, password in Secret `redis-password`), ready.
-    Afterwards the namespace's Ray resources are deleted first, while the namespace still accepts the
+def redis(ctx, request):
+    """samples/redis.yaml in the test's namespace (Service `redis`, the default user's password in Secret
+    `redis-password`, an ACL user in Secret `redis-gcs-user`), ready; a `fixtures.handles.redis.Redis` handle on it.
+    Parametrized indirectly, the parameter is the `Access` (how the test's RayClusters reach the Redis) the handle
+    carries. Afterwards the namespace's Ray resources are deleted first, while the namespace still accepts the
     operator's Redis cleanup Jobs that the RayClusters' finalizers wait for."""
     ctx.create(ctx.samples("redis"))
     deployment_must_be_ready(ctx.k8s, ctx.namespace, "redis", ctx.timeouts.medium, what="the Redis Deployment")
-    yield
+    yield Redis(ctx, getattr(request, "param", Access()))
     ray_resources_must_be_deleted(ctx.k8s, ctx.namespace, ctx.timeouts.long,
                                   what="the test's Ray resources (with GCS fault tolerance)")

@@ -9,31 +9,13 @@ from kubernetes import client
 
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.raycluster_pods import head_restarts
-from rayconformance.fixtures.expect.workloads import describe_pods, pod_must_finish
+from rayconformance.fixtures.expect.redis import redis_cli
+from rayconformance.fixtures.expect.workloads import describe_pods
 from rayconformance.fixtures.watch import WatchLog
 
+from .gcs_ft import create_counter, detached_actor_must_keep_its_state
+
 FINALIZER = "ray.io/gcs-ft-redis-cleanup-finalizer"
-
-ACTOR_NS = "rayconformance"
-# Runs inside the Ray cluster as a Ray job (python -c); single quotes only, no shell metacharacters.
-INCREMENT = """
-import ray
-ray.init(namespace='{ns}')
-
-@ray.remote
-class Counter:
-    def __init__(self):
-        self.n = 0
-
-    def inc(self):
-        self.n += 1
-        return self.n
-
-c = {get}
-print('COUNTER', ray.get(c.inc.remote()))
-"""
-CREATE = "Counter.options(name='counter', lifetime='detached', max_restarts=-1).remote()"
-GET = "ray.get_actor('counter')"
 
 
 def job_complete(job: dict) -> bool:
@@ -49,45 +31,9 @@ def deletion_step(kind: str, obj: dict) -> str:
     return f"{meta['name']} finalizers={meta.get('finalizers') or []}" + (" deleting" if meta.get("deletionTimestamp") else "")
 
 
-def counter_value(logs: str) -> int | None:
-    for line in logs.splitlines():
-        if line.startswith("COUNTER "):
-            return int(line.split()[1])
-    return None
-
-
 def redis_dbsize(ctx) -> int:
-    """DBSIZE of the external Redis, read by a short-lived Pod (no exec needed)."""
-    name = f"dbsize-{uuid.uuid4().hex[:6]}"
-    ctx.core.create_namespaced_pod(ctx.namespace, {
-        "metadata": {"name": name},
-        "spec": {"restartPolicy": "Never", "containers": [{
-            "name": "cli", "image": "redis:7.4.0",
-            "command": ["sh", "-c", "redis-cli -h redis --no-auth-warning -a \"$PW\" DBSIZE"],
-            "env": [{"name": "PW", "valueFrom": {"secretKeyRef": {"name": "redis-password", "key": "password"}}}]}]}})
-    pod_must_finish(ctx.k8s, ctx.namespace, name, ctx.timeouts.pods, what="the redis-cli Pod")
-    out = ctx.core.read_namespaced_pod_log(name, ctx.namespace).strip()
-    ctx.core.delete_namespaced_pod(name, ctx.namespace, grace_period_seconds=0)
-    return int(out.split()[-1])
-
-
-def detached_actor_must_keep_its_state(cluster, what: str) -> None:
-    """The detached counter actor, looked up again after `what`, answers its second increment with 2."""
-    __tracebackhide__ = True
-    try:
-        logs = cluster.ray_job_must_succeed(INCREMENT.format(ns=ACTOR_NS, get=GET))
-    except AssertionError as e:
-        raise AssertionError(f"the detached actor must survive the {what} and keep its state (expected 2), "
-                             f"but the job looking it up did not succeed: {e}") from None
-    assert counter_value(logs) == 2, \
-        f"the detached actor must keep its state across the {what} (expected 2), observed {counter_value(logs)}"
-
-
-def create_counter(cluster) -> None:
-    """The detached counter actor, created and incremented once."""
-    __tracebackhide__ = True
-    logs = cluster.ray_job_must_succeed(INCREMENT.format(ns=ACTOR_NS, get=CREATE))
-    assert counter_value(logs) == 1, f"first increment of the detached actor printed {counter_value(logs)}; logs: {logs[-500:]}"
+    """DBSIZE of the external Redis."""
+    return int(redis_cli(ctx.k8s, ctx.namespace, "DBSIZE", ctx.timeouts.pods).split()[-1])
 
 
 @pytest.mark.feature("RayClusterGCSFaultTolerance")

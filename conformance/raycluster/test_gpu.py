@@ -211,3 +211,58 @@ def test_gpu_group_scales_from_zero_and_back(ctx):
     gpu_pods.must_not_have_failed()
     assert gpu_pods.peak == 1 and len(gpu_pods.created) == 1, \
         f"one GPU of demand must bring up exactly one GPU worker Pod; observed {gpu_pods.summary()}"
+
+
+# A detached actor asking for one CPU and no GPU (the demand), and the IP of the Ray node it runs on.
+CPU_DEMAND = """
+import json
+import ray
+ray.init(namespace='rayconformance')
+
+@ray.remote(num_cpus=1)
+class CPUHolder:
+    def where(self):
+        node = ray.get_runtime_context().get_node_id()
+        return [n['NodeManagerAddress'] for n in ray.nodes() if n['NodeID'] == node][0]
+
+holder = CPUHolder.options(name='cpu-holder', lifetime='detached').remote()
+ready, _ = ray.wait([holder.where.remote()], timeout={wait})
+print('CPU_ACTOR', json.dumps(ray.get(ready[0]) if ready else None))
+"""
+
+
+@pytest.mark.feature("RayClusterGPUAutoscaling")
+@pytest.mark.samples("raycluster-gpu-autoscale")
+def test_cpu_demand_scales_the_cpu_group_not_the_gpu_one(ctx):
+    """With a CPU worker group and a GPU worker group both at zero, Ray's autoscaler (v2) serves an actor that
+    asks for one CPU and no GPU with a worker of the CPU group, which runs it; the GPU group, though its workers
+    would have a CPU too, gets no Pod for CPU demand. A GPU of demand afterwards does bring up a GPU worker."""
+    if not has_gpu_nodes(ctx):
+        pytest.skip(f"no Node offers {GPU}; use a cluster with GPU nodes (--cluster local-gpu or kind-gpu)")
+    body = ctx.sample("raycluster-gpu-autoscale")
+    cpu_group = body["spec"]["workerGroupSpecs"][0]
+    cpu_group.update(replicas=0, minReplicas=0)
+    cluster = ctx.create_raycluster(body)
+    cluster.must_be_provisioned()
+
+    with cluster.watch_pods(group="gpu") as gpu_pods:
+        # step 1: CPU demand brings up a CPU worker, which runs it
+        logs = cluster.ray_job_must_succeed(CPU_DEMAND.format(wait=int(ctx.timeouts.medium)))
+        ran_on = printed(logs, "CPU_ACTOR")
+        [worker] = cluster.group_workers_must_be_running_and_ready(
+            cpu_group["groupName"], 1, ctx.timeouts.short,
+            what="one CPU of demand to bring up a worker of the CPU group")
+        assert ran_on == worker.status.pod_ip, \
+            (f"the num_cpus=1 actor must run on the CPU group's worker {worker.metadata.name} (Pod IP "
+             f"{worker.status.pod_ip}); observed it {'on the Ray node at ' + ran_on if ran_on else 'not placed'}; "
+             f"gpu group Pods: {gpu_pods.summary()}")
+        assert not gpu_pods.created, \
+            f"CPU demand must bring up no worker of the GPU group; observed {gpu_pods.summary()}"
+
+        # step 2: the GPU group was there to be scaled: a GPU of demand brings up its worker
+        logs = cluster.ray_job_must_succeed(GPU_DEMAND.format(wait=int(ctx.timeouts.medium)))
+        assert printed(logs, "GPU_ACTOR") is not None, \
+            f"an actor asking for num_gpus=1 was not placed; gpu group Pods: {gpu_pods.summary()}"
+        cluster.group_workers_must_be_running_and_ready("gpu", 1, ctx.timeouts.short,
+                                                        what="one GPU of demand to bring up a GPU worker")
+    gpu_pods.must_not_have_failed()

@@ -1,6 +1,8 @@
 """What only the RayService tests do: deploy the greeter RayService (samples/rayservice-greeter.yaml, or a variant
-of it that uses the greeter's application ConfigMap)."""
+of it that uses the greeter's application ConfigMap), change its reply, and move its replica."""
 from __future__ import annotations
+
+import yaml
 
 from rayconformance.fixtures.context import Context
 from rayconformance.fixtures.handles.rayservice import RayService
@@ -25,3 +27,21 @@ def deploy(ctx: Context, docs: list[dict] | None = None) -> tuple[RayService, di
     ctx.create(docs)
     service = ctx.rayservice(next(d for d in docs if d["kind"] == "RayService")["metadata"]["name"])
     return service, service.must_be_ready()
+
+
+def with_reply(obj: dict, message: str) -> str:
+    """The RayService's serveConfigV2 with the greeter replying `message` (its user_config), as YAML."""
+    cfg = yaml.safe_load(obj["spec"]["serveConfigV2"])
+    cfg["applications"][0]["deployments"][0]["user_config"]["message"] = message
+    return yaml.safe_dump(cfg)
+
+
+ON_THE_WORKER = {"num_cpus": 0.1}  # the head has no CPUs
+ON_THE_HEAD = {"num_cpus": 0, "resources": {"node:__internal_head__": 0.001}}  # Ray's own head-node resource
+
+
+def place_replica(service: RayService, obj: dict, actor_options: dict) -> dict:
+    """Patch serveConfigV2 in place: the Greeter replica with `actor_options` (where Ray may place it)."""
+    cfg = yaml.safe_load(obj["spec"]["serveConfigV2"])
+    cfg["applications"][0]["deployments"][0]["ray_actor_options"] = actor_options
+    return service.patch({"spec": {"serveConfigV2": yaml.safe_dump(cfg)}})

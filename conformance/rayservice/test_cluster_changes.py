@@ -1,6 +1,7 @@
 """Which changes to a RayService's cluster spec replace its RayCluster, and how the old one goes: fields the
-autoscaler owns and an appended worker group do not replace it; `upgradeStrategy: None` never does; after a
-NewCluster upgrade the old cluster stays for rayClusterDeletionDelaySeconds."""
+autoscaler owns and an appended worker group do not replace it; `upgradeStrategy: None` never does (nor changes
+the RayCluster); a Serve config changed with the cluster spec goes to the new RayCluster only; after a NewCluster
+upgrade the old cluster stays for rayClusterDeletionDelaySeconds."""
 from __future__ import annotations
 
 import copy
@@ -9,7 +10,7 @@ import pytest
 
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
 
-from .helpers import deploy, greeter
+from .helpers import deploy, greeter, with_reply
 
 # How long a test watches for a new RayCluster that must not come. The operator reconciles a changed
 # RayService at once (and every 2 s); an upgrade shows a pending RayCluster within one pass.
@@ -51,18 +52,26 @@ def test_autoscaler_fields_and_new_worker_group_keep_the_cluster(ctx):
 @pytest.mark.samples("rayservice-greeter")
 def test_upgrade_strategy_none_keeps_the_cluster(ctx):
     """With `upgradeStrategy: {type: None}`, a change to a RayService's cluster spec that would otherwise need a
-    new RayCluster creates none: the RayService keeps serving from the same RayCluster, with no pending one."""
+    new RayCluster creates none: the RayService keeps serving from the same RayCluster, with no pending one. A Serve
+    config changed in the same update goes to that RayCluster, whose own spec is left as it was (its
+    metadata.generation unchanged). (KubeRay's e2e UpdateServeConfigAndRayClusterSpecWithUpgradeDisabled.)"""
     docs = greeter(ctx)
     next(d for d in docs if d["kind"] == "RayService")["spec"]["upgradeStrategy"] = {"type": "None"}
     service, obj = deploy(ctx, docs)
     cluster, _ = active_and_pending_clusters(obj)
+    generation = ctx.raycluster(cluster).get()["metadata"]["generation"]
 
     with service.watch() as watch:
+        # step 1: the cluster spec and the reply change in one update: no upgrade
         changed_at = watch.clock()
-        patched = service.trigger_upgrade("none")
+        patched = service.trigger_upgrade("none", serve_config=with_reply(obj, "v2"))
         service.must_keep_cluster(watch, cluster, patched["metadata"]["generation"], changed_at, NO_UPGRADE_WINDOW_S,
                                   what="a cluster spec change with upgradeStrategy None")
     service.must_have_only_cluster(cluster)
+
+    # step 2: the new reply comes from the same RayCluster, which was not changed
+    service.serve_service_must_answer(body=f"v2 from {cluster}")
+    ctx.raycluster(cluster).must_keep_spec(generation, through="a cluster spec change with upgradeStrategy None")
 
 
 # rayClusterDeletionDelaySeconds of the test, and how much earlier than that after the switch (as the watch saw
@@ -91,3 +100,44 @@ def test_old_cluster_outlives_the_switch_by_the_deletion_delay(ctx):
 
     # step 3: then it goes
     ctx.raycluster(old).must_be_gone(after="rayClusterDeletionDelaySeconds")
+
+
+@pytest.mark.feature("RayServiceServeConfigWithClusterChange")
+@pytest.mark.samples("rayservice-greeter", "rayservice-greeter-new-cluster", "loadgen")
+def test_serve_config_and_cluster_spec_changed_together(ctx):
+    """A RayService with `upgradeStrategy: {type: NewCluster}` whose serveConfigV2 and cluster spec change in one
+    update gets the new Serve configuration on a new RayCluster only: through the serve Service, under continuous
+    traffic from before the update until the new reply answers, only the old reply comes from the old RayCluster
+    and only the new one from the new RayCluster; after the switch the old RayCluster (held by a finalizer of the
+    test's) still answers with the old reply. (KubeRay's e2e UpdateServeConfigAndRayClusterSpec.)"""
+    service, obj = deploy(ctx, greeter(ctx, "rayservice-greeter-new-cluster"))
+    strategy = obj["spec"].get("upgradeStrategy")
+    assert strategy == {"type": "NewCluster"}, \
+        f"expected the RayService to keep upgradeStrategy {{type: NewCluster}} as applied; observed {strategy}"
+    old, _ = active_and_pending_clusters(obj)
+    before, after = f"v1 from {old}", "v2 from {}"
+    gen = service.start_traffic()
+    held = ctx.raycluster(old)
+    held.hold()
+    try:
+        # step 1: the reply and the cluster spec change in one update: an upgrade starts
+        service.trigger_upgrade("serve-and-cluster", serve_config=with_reply(obj, "v2"))
+        service.must_start_upgrade(old)
+
+        # step 2: the new RayCluster takes over, answering with the new reply
+        new = service.must_switch(old)
+        service.traffic_must_get(gen, after.format(new))
+        stats = service.stop_traffic(gen)
+
+        # step 3: the serve Service never gave the new reply from the old RayCluster, nor the old one from the new
+        expected = {before, after.format(new)}
+        assert set(stats["answers"]) <= expected, \
+            (f"through the serve Service, only {before!r} (the old RayCluster, old Serve config) and "
+             f"{after.format(new)!r} (the new RayCluster, new Serve config) may answer; observed answers "
+             f"{stats['answers']}")
+
+        # step 4: the old RayCluster, kept, still runs the old Serve configuration
+        held.serve_must_answer(before)
+    finally:
+        held.release()
+    held.must_be_gone(after="the upgrade, once the test's finalizer was removed")

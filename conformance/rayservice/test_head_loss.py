@@ -4,16 +4,14 @@ proxy)."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from rayconformance.fixtures.context import Context
 from rayconformance.fixtures.events import events
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
 from rayconformance.fixtures.expect.rayservice_history import no_raycluster_must_be_created
-from rayconformance.fixtures.handles.rayservice import RayService
 from rayconformance.fixtures.traffic import answered, summary
 
-from .helpers import deploy, greeter
+from .helpers import ON_THE_HEAD, ON_THE_WORKER, deploy, greeter, place_replica
 
 APP = "greeter"
 
@@ -138,17 +136,6 @@ def test_head_loss_without_ft_redeploys_the_applications(ctx):
         no_raycluster_must_be_created(clusters, through="the loss of the head Pod (no upgrade going on)")
 
 
-def _place_replica(service: RayService, obj: dict, actor_options: dict) -> dict:
-    """Patch serveConfigV2 in place: the Greeter replica with `actor_options` (where Ray may place it)."""
-    cfg = yaml.safe_load(obj["spec"]["serveConfigV2"])
-    cfg["applications"][0]["deployments"][0]["ray_actor_options"] = actor_options
-    return service.patch({"spec": {"serveConfigV2": yaml.safe_dump(cfg)}})
-
-
-ON_THE_WORKER = {"num_cpus": 0.1}  # the head has no CPUs
-ON_THE_HEAD = {"num_cpus": 0, "resources": {"node:__internal_head__": 0.001}}  # Ray's own head-node resource
-
-
 @pytest.mark.feature("RayServiceServeEndpoints")
 @pytest.mark.samples("rayservice-greeter", "rayservice-greeter-endpoints")
 def test_serve_service_routes_only_to_healthy_proxies(ctx):
@@ -170,12 +157,12 @@ def test_serve_service_routes_only_to_healthy_proxies(ctx):
     service.serve_endpoints_must_be(cluster, [head, worker], why="both run a working Serve proxy")
 
     # step 3: the replica moves to the head; the worker's proxy goes away and the worker drops out
-    obj = _place_replica(service, obj, ON_THE_HEAD)
+    obj = place_replica(service, obj, ON_THE_HEAD)
     service.serve_endpoints_must_be(cluster, [head], why="the worker runs no replica, so Serve stops its proxy")
 
     # step 4: the serve Service still answers, from the head
     service.serve_service_must_answer(ctx.timeouts.short, body=f"v1 from {cluster}")
 
     # step 5: the replica moves back; the worker's proxy is back and so is the worker
-    obj = _place_replica(service, obj, ON_THE_WORKER)
+    obj = place_replica(service, obj, ON_THE_WORKER)
     service.serve_endpoints_must_be(cluster, [head, worker], why="the worker runs the replica again, with a Serve proxy")

@@ -94,3 +94,28 @@ def test_upgrade_is_recorded_in_events(ctx):
                 ("Normal", "UpdatedService", f"Updated the service {serve_svc}"),
                 ("Normal", "DeletedRayCluster", f"Deleted the RayCluster {namespace}/{old}")]
     service.events_must_include(expected)
+
+
+@pytest.mark.feature("RayServiceHeadServiceSwitch")
+@pytest.mark.samples("rayservice-greeter")
+def test_head_service_follows_the_active_cluster(ctx):
+    """A RayService's head Service (`<name>-head-svc`) routes to the head Pod of its active RayCluster, as its serve
+    Service routes to that cluster's Pods. Through a NewCluster upgrade both Services move to the new RayCluster,
+    each once and neither back, and then the head Service routes to exactly the new head Pod. The namespace's
+    Services are watched from before the upgrade until both have moved."""
+    service, obj = deploy(ctx)
+    old, _ = active_and_pending_clusters(obj)
+
+    # step 1: before the upgrade both Services select the active RayCluster, the head Service only its head Pod
+    service.services_must_select(old)
+
+    with service.watch_services() as services:
+        # step 2: a NewCluster upgrade switches the RayService to a new RayCluster
+        service.trigger_upgrade("head-service")
+        new = service.must_switch(old)
+
+        # step 3: both Services select the new RayCluster, the head Service exactly its head Pod
+        service.services_must_select(new)
+
+        # step 4: each Service moved once, from the old RayCluster to the new one
+        service.services_must_have_switched_once(services, old, new, through="a NewCluster upgrade")

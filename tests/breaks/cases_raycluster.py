@@ -98,4 +98,33 @@ CASES = [
     Case("embedded_store_keeps_detached_actor_across_head_loss", "keep its state|worker Pod should have stayed",
          profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-embedded-gcs-not-selected",
          timeout_scale=0.5),
+    # GCS fault tolerance options (KubeRay v1.6.1 patched): redisUsername is not passed to Ray (no REDIS_USERNAME,
+    # no --redis-username), so the head sends the ACL user's password as the default user's and Redis refuses it
+    Case("fault_tolerance_options_keep_state_and_clean_up[acl-user]", "to be provisioned|keep its state",
+         patch="raycluster-redis-username-dropped", timeout_scale=0.5),
+    # externalStorageNamespace is ignored: the head keeps the RayCluster's UID as its storage namespace
+    Case("fault_tolerance_options_keep_state_and_clean_up[storage-namespace]",
+         "annotated ray.io/external-storage-namespace=conformance-gcs-store",
+         patch="raycluster-storage-namespace-option-ignored", timeout_scale=0.5),
+    # the Redis cleanup Job prefixes redis:// to an address that already is a URL, cannot parse it and fails: the
+    # finalizer goes anyway and the cluster's keys stay in Redis
+    Case("fault_tolerance_options_keep_state_and_clean_up[redis-url]", "no key of storage namespace .* left in Redis",
+         patch="raycluster-cleanup-misreads-redis-url", timeout_scale=0.5),
+    # the default storage namespace is the Kubernetes namespace, not the RayCluster's UID: two clusters in one
+    # namespace share their storage in Redis
+    Case("clusters_on_one_redis_keep_their_own_storage", "its own RayCluster's UID",
+         patch="raycluster-storage-namespace-shared", timeout_scale=0.5),
+    # without in-tree autoscaling nobody scales for the placement group, capped demand or the added group
+    Case("placement_group_scales_workers_and_keeps_them", "placement group of 2 STRICT_SPREAD bundles",
+         samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
+    Case("max_replicas_changed_under_demand", "maxReplicas=2",
+         samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
+    Case("worker_group_added_while_running", "worker group added while the cluster ran",
+         samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
+    # the CPU group's workers offer Ray no CPU: CPU demand can only go to the GPU group (or nowhere)
+    Case("cpu_demand_scales_the_cpu_group_not_the_gpu_one",
+         "must run on the CPU group.s worker|worker of the CPU group|no worker of the GPU group",
+         samples={"raycluster-gpu-autoscale": set_field(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"],
+                                                         "0")},
+         timeout_scale=0.5),
 ]

@@ -43,6 +43,22 @@ def serve_from_slow_head_without_ft(docs: list[dict]) -> None:
 CASES = [
     Case("serve_app_answers_through_serve_service", "Ready=True", saboteur=stop_operator_when(namespace_created)),
     Case("serve_config_change_applies_in_place", "answer", saboteur=stop_operator_when(service_ready)),
+    # The operator restarts the head Pod after submitting a changed Serve config to a cluster that had one: the
+    # update is not in place.
+    Case("serve_config_change_applies_in_place", r"must be applied in place, creating and deleting no Pod; observed",
+         patch="rayservice-serve-update-restarts-head"),
+    # Once serviceStatus is Running the operator never clears it: it stays Running when Ready drops.
+    Case("service_status_follows_ready_both_ways",
+         r"serviceStatus 'Running' exactly when Ready=True .*serviceStatus='Running' with Ready=False/ZeroServeEndpoints",
+         patch="rayservice-service-status-stays-running", timeout_scale=1.0),  # Serve drains the worker's proxy ~30 s
+    # On a switch the operator moves only the head Service's ray.io/cluster key and keeps the old head's other
+    # selector labels: the head Service selects no Pod.
+    Case("head_service_follows_the_active_cluster", r"the head Service greeter-head-svc must route to exactly the head Pod",
+         patch="rayservice-head-service-keeps-old-head-selector"),
+    # The operator submits the Serve config to the active RayCluster even while it prepares a new one: the old
+    # cluster answers with the new reply before the switch.
+    Case("serve_config_and_cluster_spec_changed_together", r"may answer; observed answers .*'v2 from ",
+         patch="rayservice-serve-config-to-active-during-upgrade", timeout_scale=0.5),  # the upgrade must complete
     Case("new_cluster_upgrade_drops_no_request", "must not fail requests", saboteur=kill_active_head_during_upgrade),
     Case("pending_head_failure_does_not_break_upgrade", "switch|Serve applications on its pending",
          saboteur=stop_operator_when(upgrade_pending)),
@@ -71,6 +87,9 @@ CASES = [
          patch="rayservice-replicas-change-upgrades"),
     # The operator treats upgradeStrategy None as NewCluster.
     Case("upgrade_strategy_none_keeps_the_cluster", "must not start an upgrade", patch="rayservice-none-still-upgrades"),
+    # Under upgradeStrategy None the operator writes a changed cluster spec into the running RayCluster.
+    Case("upgrade_strategy_none_keeps_the_cluster", r"must be kept as it was .*observed generation",
+         patch="rayservice-none-updates-the-cluster"),
     # The operator reads rayClusterDeletionDelaySeconds as milliseconds: the old cluster goes at once.
     Case("old_cluster_outlives_the_switch_by_the_deletion_delay", "to be kept for rayClusterDeletionDelaySeconds",
          patch="rayservice-deletion-delay-in-milliseconds"),

@@ -1,0 +1,175 @@
+"""Autoscaler v2 with placement groups, and with worker groups changed while it runs: a raised or lowered
+maxReplicas, a worker group added to a running cluster."""
+from __future__ import annotations
+
+import pytest
+
+# A detached placement group of {n} half-CPU bundles that must each land on a node of its own (STRICT_SPREAD): the
+# head has no CPU, and one 1-CPU worker would hold them all but for the strategy. Not waited for here.
+PLACE = """
+import ray
+from ray.util.placement_group import placement_group
+ray.init(namespace='rayconformance')
+pg = placement_group([{{'CPU': 0.5}}] * {n}, strategy='STRICT_SPREAD', name='spread', lifetime='detached')
+print('PG_CREATED', pg.id.hex())
+"""
+PG_READY = """
+import ray
+from ray.util.placement_group import get_placement_group
+ray.init(namespace='rayconformance')
+print('PG_READY', get_placement_group('spread').wait(120))
+"""
+REMOVE = """
+import ray
+from ray.util.placement_group import get_placement_group, remove_placement_group
+ray.init(namespace='rayconformance')
+remove_placement_group(get_placement_group('spread'))
+print('PG_REMOVED')
+"""
+# {n} detached actors needing {resources} each (the demand), not waited for.
+HOLD = """
+import ray
+ray.init(namespace='rayconformance')
+
+@ray.remote
+class Holder:
+    def ping(self):
+        return 'pong'
+
+hs = [Holder.options(name=f'holder-{{i}}', lifetime='detached', {resources}).remote() for i in range({n})]
+print('CREATED', {n})
+"""
+PINGED = """
+import ray
+ray.init(namespace='rayconformance')
+print('PINGS', ray.get([ray.get_actor(f'holder-{{i}}').ping.remote() for i in range({n})], timeout=120))
+"""
+KILL = """
+import ray
+ray.init(namespace='rayconformance')
+for i in range({n}):
+    ray.kill(ray.get_actor(f'holder-{{i}}'))
+print('KILLED', {n})
+"""
+
+
+def v2_cluster(ctx):
+    """The autoscaler sample with autoscaler v2 (group small: 1-CPU workers, 0 to 2, idle after 15 s), up."""
+    body = ctx.sample("raycluster-autoscaler")
+    body["spec"]["autoscalerOptions"]["version"] = "v2"
+    cluster = ctx.create_raycluster(body)
+    cluster.must_be_provisioned()
+    return cluster, body
+
+
+def set_group(cluster, group: str, **fields) -> None:
+    """Change one worker group's fields, the others (and its replicas, which the autoscaler owns) as stored."""
+    groups = cluster.get()["spec"]["workerGroupSpecs"]
+    next(g for g in groups if g["groupName"] == group).update(fields)
+    cluster.patch({"spec": {"workerGroupSpecs": groups}})
+
+
+@pytest.mark.feature("RayClusterAutoscalerPlacementGroups")
+@pytest.mark.samples("raycluster-autoscaler")
+def test_placement_group_scales_workers_and_keeps_them(ctx):
+    """With autoscaler v2, a placement group whose two half-CPU bundles must be on different nodes
+    (STRICT_SPREAD) brings up two 1-CPU workers, one per bundle, though one would have the CPUs for both. While the
+    placement group exists its workers are never removed, however long past the idle timeout they run no task;
+    once it is removed they are idle, and the autoscaler removes them."""
+    cluster, body = v2_cluster(ctx)
+    idle = body["spec"]["autoscalerOptions"]["idleTimeoutSeconds"]
+
+    # step 1: the placement group's demand brings up one worker per bundle, and the group gets placed
+    cluster.ray_job_must_succeed(PLACE.format(n=2), ctx.timeouts.medium)
+    workers = cluster.workers_must_be_running_and_ready(
+        2, ctx.timeouts.upgrade, what="a placement group of 2 STRICT_SPREAD bundles to bring up 2 workers, one each")
+    logs = cluster.ray_job_must_succeed(PG_READY, ctx.timeouts.medium)
+    assert "PG_READY True" in logs, \
+        f"the placement group must be placed on the 2 workers it brought up; observed: {logs[-500:]}"
+
+    # step 2: the workers holding it stay, idle three times the idle timeout
+    names = sorted(p.metadata.name for p in workers)
+    with cluster.watch_pods() as pods:
+        cluster.worker_pods_must_be(names, ctx.timeouts.medium, consecutive=3 * idle,
+                                    what=f"the workers holding the placement group to stay while it exists, idle "
+                                         f"for 3 x idleTimeoutSeconds={idle}")
+    pods.must_not_have_failed()
+    assert not pods.deleted, \
+        (f"no worker holding a placement group may be removed while it exists (idleTimeoutSeconds={idle}); "
+         f"observed {pods.summary()}")
+
+    # step 3: once the placement group is gone, its idle workers go
+    cluster.ray_job_must_succeed(REMOVE, ctx.timeouts.medium)
+    cluster.workers_must_be_running_and_ready(0, ctx.timeouts.upgrade,
+                                              what="the workers of the removed placement group to be removed as idle")
+
+
+@pytest.mark.feature("RayClusterAutoscalerSpecChanges")
+@pytest.mark.samples("raycluster-autoscaler")
+def test_max_replicas_changed_under_demand(ctx):
+    """With autoscaler v2 and demand for three 1-CPU workers in a group capped at maxReplicas 2, the group holds 2
+    workers; raising maxReplicas to 3 while the demand lasts adds the third (every actor of the demand then runs),
+    and lowering it to 1 takes the group down to a single worker, demand or not, never above the cap in force."""
+    cluster, body = v2_cluster(ctx)
+    group = body["spec"]["workerGroupSpecs"][0]["groupName"]
+
+    # step 1: demand for 3 workers, capped at 2
+    with cluster.watch_pods() as capped:
+        cluster.ray_job_must_succeed(HOLD.format(n=3, resources="num_cpus=1"), ctx.timeouts.medium)
+        cluster.workers_must_be_running_and_ready(2, ctx.timeouts.upgrade,
+                                                  what="demand for 3 workers to bring up maxReplicas=2 of them")
+    capped.must_not_have_failed()
+    assert capped.peak <= 2, f"maxReplicas=2 must cap the group at 2 worker Pods; observed {capped.summary()}"
+
+    # step 2: maxReplicas raised to 3 under the same demand: the third worker comes, every actor runs
+    set_group(cluster, group, maxReplicas=3)
+    cluster.workers_must_be_running_and_ready(
+        3, ctx.timeouts.upgrade, what="maxReplicas raised to 3 to let the capped demand add a third worker")
+    logs = cluster.ray_job_must_succeed(PINGED.format(n=3), ctx.timeouts.medium)
+    assert logs.count("pong") == 3, f"with 3 workers all 3 actors of the demand must run; observed: {logs[-500:]}"
+
+    # step 3: maxReplicas lowered to 1 under demand: the group goes down to 1 worker
+    before = set(cluster.worker_pods_now())
+    with cluster.watch_pods() as lowered:
+        set_group(cluster, group, maxReplicas=1)
+        cluster.worker_pods_must_number(1, ctx.timeouts.upgrade,
+                                        what="maxReplicas lowered to 1 to take the group down to 1 worker")
+    lowered.must_not_have_failed()
+    new = [uid for uid in lowered.created if uid not in before]
+    assert len(lowered.deleted) == 2 and not new, \
+        f"lowering maxReplicas from 3 to 1 must delete 2 of the 3 workers and create none; observed {lowered.summary()}"
+
+
+@pytest.mark.feature("RayClusterAutoscalerSpecChanges")
+@pytest.mark.samples("raycluster-autoscaler")
+def test_worker_group_added_while_running(ctx):
+    """With autoscaler v2, a worker group added to a running cluster (offering a Ray resource of its own) is scaled
+    for its own demand: an actor needing that resource brings up a worker of the new group and none of the existing
+    one, and once the actor is gone the new group's idle worker is removed."""
+    cluster, body = v2_cluster(ctx)
+    first = body["spec"]["workerGroupSpecs"][0]
+    added = dict(first, groupName="added", replicas=0, minReplicas=0, maxReplicas=1,
+                 rayStartParams=dict(first["rayStartParams"], resources='"{\\"added\\": 1}"'))
+
+    # step 1: the new group is appended to the running cluster's worker groups
+    groups = cluster.get()["spec"]["workerGroupSpecs"]
+    cluster.patch({"spec": {"workerGroupSpecs": groups + [added]}})
+
+    # step 2: demand for the new group's resource brings up a worker of that group only
+    with cluster.watch_pods(group=first["groupName"]) as others:
+        cluster.ray_job_must_succeed(HOLD.format(n=1, resources="num_cpus=0, resources={'added': 1}"),
+                                     ctx.timeouts.medium)
+        cluster.group_workers_must_be_running_and_ready(
+            "added", 1, ctx.timeouts.upgrade, what="an actor needing resource 'added' to bring up a worker of the "
+                                                   "worker group added while the cluster ran")
+        logs = cluster.ray_job_must_succeed(PINGED.format(n=1), ctx.timeouts.medium)
+    others.must_not_have_failed()
+    assert "pong" in logs, f"the actor needing resource 'added' must run on the new group's worker: {logs[-500:]}"
+    assert not others.created, \
+        (f"demand for the new group's resource must bring up no worker of group {first['groupName']}; observed "
+         f"{others.summary()}")
+
+    # step 3: without the actor, the new group's worker is idle and goes
+    cluster.ray_job_must_succeed(KILL.format(n=1), ctx.timeouts.medium)
+    cluster.group_workers_must_be_running_and_ready("added", 0, ctx.timeouts.upgrade,
+                                                    what="the added group's idle worker to be removed")
