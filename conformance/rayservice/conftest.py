@@ -67,7 +67,7 @@ def operator_release_swap(k8s, operator, provider, cluster, conformance_options,
         pytest.skip(f"operator profile {operator.profile.name} names no operatorUpgradeFrom (the release it is "
                     f"upgraded from)")
     swap = ReleaseSwap.for_session(k8s, provider, cluster.provider, operator.profile, conformance_options.run_dir,
-                                   conformance_options.timeout_scale)
+                                   conformance_options.timeout_scale, conformance_options.operator_tree)
     if swap is None:
         pytest.skip("the suite did not install the operator (no install section for this provider), so it cannot "
                     "put an earlier release in its place")
