@@ -58,9 +58,10 @@ CASES = [
     # the operator replaces a head Pod whose Ray container restarted (instead of letting it restart in place)
     Case("gcs_crash_inside_head_keeps_detached_actor", "restart inside the same head Pod",
          patch="raycluster-replaces-restarted-head"),
-    # autoscalerOptions.version v1 runs autoscaler v2 (RAY_enable_autoscaler_v2=true on the head whatever is asked)
-    Case("demand_scales_workers_up_and_idle_down[v1]", "autoscaler v1 must run",
-         patch="raycluster-autoscaler-v1-runs-v2"),
+    # KubeRay v1.7.0 patched: autoscalerOptions.version v1 no longer sets RAY_enable_autoscaler_v2=false on the head
+    # (as v1.6.x and earlier), so Ray's own default runs: with Ray 2.60 that is autoscaler v2
+    Case("demand_scales_workers_up_and_idle_down[v1]", "autoscaler v1 must run", profile="kuberay-v1.7.0", local=True,
+         tree_patch="v1.7.0/raycluster-autoscaler-v1-not-pinned"),
     # autoscalerOptions.version v2 runs autoscaler v1 (RAY_enable_autoscaler_v2=false on the head)
     Case("demand_scales_workers_up_and_idle_down[v2]", "autoscaler v2 must run",
          patch="raycluster-autoscaler-v2-runs-v1"),

@@ -87,7 +87,9 @@ def test_collect_only_lists_features_without_a_cluster(suite, pytester):
     result.stdout.fnmatch_lines([
         "rayconformance: tests and their features (operator profile kuberay-v1.6.1):",
         "  provisioning [[]RayClusterProvisioning[]] runs",
-        "  autoscaler[[]v1[]] [[]RayClusterAutoscalerV1[]] runs",
+        "  autoscaler[[]v1[]] [[]RayClusterAutoscalerV1[]] skip: unsupported feature(s): RayClusterAutoscalerV1 (not "
+        "claimed by profile kuberay-v1.6.1)",
+        "  autoscaler[[]v2[]] [[]RayClusterAutoscalerV2[]] runs",
         "*test_sample.py::test_job",
     ])
     result.stdout.no_fnmatch_line("*RayServiceIncrementalUpgrade*")
