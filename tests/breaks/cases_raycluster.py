@@ -16,7 +16,8 @@ CASES = [
     Case("gcs_crash_inside_head_keeps_detached_actor", "keep its state|worker Pods must stay",
          samples={"raycluster-gcs-ft": set_field(["spec", "gcsFaultToleranceOptions"], None)}),
     Case("invalid_configuration_gets_warning_event", "Warning event", saboteur=stop_operator_when(namespace_created)),
-    Case("demand_scales_workers_up_and_idle_down[v1]", "autoscaler",
+    # (v1 is claimed from v1.7.0 on: earlier releases run Ray's default, v2, when v1 is asked)
+    Case("demand_scales_workers_up_and_idle_down[v1]", "autoscaler", profile="kuberay-v1.7.0", local=True,
          samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
     Case("demand_scales_workers_up_and_idle_down[v2]", "autoscaler",
          samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
