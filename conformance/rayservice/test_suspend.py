@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.expect.rayservice_suspend import (resume_must_have_reset_ready,
+from rayconformance.fixtures.expect.rayservice_suspend import (no_raycluster_must_have_been_created,
+                                                               resume_must_have_reset_ready,
                                                                suspend_must_have_gone_through)
 
 # How long a test watches for something that must not happen while suspended (KubeRay's e2e watches 5 s).
@@ -47,18 +48,21 @@ def test_suspend_deletes_everything_and_resume_serves_again(ctx):
 @pytest.mark.feature("RayServiceSuspend")
 @pytest.mark.samples("rayservice-greeter")
 def test_created_suspended_creates_nothing_until_resumed(ctx):
-    """A RayService created with spec.suspend reports Suspended=True and creates no RayCluster or Service while it
-    stays suspended; resumed, it becomes Ready and answers."""
+    """A RayService created with spec.suspend reports Suspended=True and never creates a RayCluster or Service while
+    it stays suspended (not even one it deletes again); resumed, it becomes Ready and answers."""
     docs = ctx.samples("rayservice-greeter")
     for d in docs:
         if d["kind"] == "RayService":
             d["spec"]["suspend"] = True
-    ctx.create(docs)
-    service = ctx.rayservice("greeter")
+    with ctx.watch("RayCluster") as clusters:
+        ctx.create(docs)
+        service = ctx.rayservice("greeter")
 
-    # step 1: suspended from the start, nothing created
-    service.must_be_suspended()
-    service.must_create_nothing_while_suspended(QUIET_WINDOW_S)
+        # step 1: suspended from the start, nothing created, then or since
+        service.must_be_suspended()
+        service.must_create_nothing_while_suspended(QUIET_WINDOW_S)
+    clusters.must_not_have_failed()
+    no_raycluster_must_have_been_created(clusters, service.name)
 
     # step 2: resumed, it serves
     service.resume()

@@ -108,6 +108,9 @@ CASES = [
     Case("failing_entrypoint_ends_failed", "reason=AppFailed", patch="rayjob-failure-reasons-swapped"),
     Case("unreachable_submission_ends_submission_failed", "reason=SubmissionFailed",
          patch="rayjob-failure-reasons-swapped"),
+    # a Ray job stopped by its user (STOPPED) taken for a failed one: Failed/AppFailed instead of Complete
+    Case("stopped_job_ends_complete_not_failed", "jobStatus=STOPPED, jobDeploymentStatus=Complete",
+         patch="rayjob-stopped-job-counted-failed"),
     # preRunningDeadlineSeconds never checked: the RayJob waits for its cluster for ever
     Case("pre_running_deadline_ends_job_that_cannot_start", "PreRunningDeadlineExceeded",
          patch="rayjob-ignores-pre-running-deadline"),
