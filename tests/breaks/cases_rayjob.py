@@ -58,7 +58,7 @@ CASES = [
     Case("active_deadline_ends_job_without_retry", "reason=DeadlineExceeded",
          saboteur=patch_rayjob_spec("activeDeadlineSeconds", None), timeout_scale=0.2),
     Case("backoff_limit_retries_on_new_clusters", "3 failed attempts", saboteur=patch_rayjob_spec("backoffLimit", None)),
-    Case("invalid_rayjob_fails_validation_and_creates_nothing", "ValidationFailed",
+    Case("invalid_rayjob_fails_validation_and_creates_nothing[ttl-without-shutdown]", "ValidationFailed",
          samples={"rayjob-invalid": set_field(["spec", "shutdownAfterJobFinishes"], True)}),
     Case("http_mode_runs_without_submitter_job", "no Kubernetes Job in HTTPMode",
          samples={"rayjob-http-mode": set_field(["spec", "submissionMode"], "K8sJobMode")}),
@@ -91,7 +91,12 @@ CASES = [
     Case("backoff_limit_retries_on_new_clusters", "3 failed attempts", patch="rayjob-retries-one-too-few",
          timeout_scale=0.5),
     # validation skipped: the invalid RayJob is run
-    Case("invalid_rayjob_fails_validation_and_creates_nothing", "ValidationFailed", patch="rayjob-skips-validation"),
+    *(Case(f"invalid_rayjob_fails_validation_and_creates_nothing[{invalid}]", "ValidationFailed",
+           patch="rayjob-skips-validation") for invalid in ("ttl-without-shutdown", "runtime-env-not-yaml",
+                                                              "name-too-long")),
+    # validation fails the RayJob without a word: no Warning event says why
+    Case("invalid_rayjob_fails_validation_and_creates_nothing[runtime-env-not-yaml]", "Warning event",
+         patch="rayjob-validation-records-no-event"),
     # a submitter Job created in HTTPMode (and SidecarMode) too
     Case("http_mode_runs_without_submitter_job", "no Kubernetes Job in HTTPMode",
          patch="rayjob-submitter-job-in-every-mode"),
