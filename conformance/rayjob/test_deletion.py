@@ -3,6 +3,8 @@ passed since the job finished, and not before; deletionStrategy.deletionRules de
 and the RayJob itself, each once its rule's TTL has passed."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rayconformance.fixtures import ray
@@ -59,3 +61,74 @@ def test_deletion_rules_clean_up_in_stages(ctx):
                     why=f"until DeleteSelf's ttlSeconds={ttl['DeleteSelf']} has passed since the job ended")
     job.must_be_gone(ctx.timeouts.short,
                      after=f"DeleteSelf's ttlSeconds={ttl['DeleteSelf']} passed since the job ended")
+
+
+# How long a test watches what a rule must leave in place (its TTL is 0: whatever it deletes goes at once).
+KEPT_WINDOW_S = 20
+# what each policy deletes: (workers, RayCluster, RayJob)
+DELETES = {"DeleteWorkers": (True, False, False), "DeleteCluster": (True, True, False),
+           "DeleteSelf": (True, True, True), "DeleteNone": (False, False, False)}
+# (case id, when the rule applies, its policy); "legacy" is onSuccess/onFailure with shutdownAfterJobFinishes
+POLICIES = [(f"{when}-{policy}", when, policy) for when in ("succeeded", "failed") for policy in DELETES] + [
+    ("legacy-onSuccess-DeleteWorkers", "legacy", "DeleteWorkers")]
+
+
+def deletion_strategy(body: dict, when: str, policy: str) -> None:
+    spec = body["spec"]
+    if when == "legacy":
+        spec["shutdownAfterJobFinishes"] = True
+        spec["deletionStrategy"] = {"onSuccess": {"policy": policy}, "onFailure": {"policy": "DeleteCluster"}}
+        return
+    condition = {"jobStatus": "SUCCEEDED"} if when == "succeeded" else {"jobDeploymentStatus": "Failed"}
+    spec["deletionStrategy"] = {"deletionRules": [{"policy": policy, "condition": {**condition, "ttlSeconds": 0}}]}
+    if when == "failed":
+        spec["entrypoint"] = "python -c \"import sys; print('rayconformance job fails'); sys.exit(1)\""
+
+
+@pytest.mark.feature("RayJobDeletionRules")
+@pytest.mark.samples("rayjob-deletion-rules")
+@pytest.mark.parametrize("case", POLICIES, ids=[c[0] for c in POLICIES])
+def test_each_deletion_policy_deletes_only_its_part(ctx, case):
+    """A RayJob whose one deletion rule applies (its job SUCCEEDED, or its deployment Failed) deletes exactly what
+    the rule's policy names once it finished: DeleteWorkers its worker Pods (the RayCluster and its head stay),
+    DeleteCluster its RayCluster (the RayJob stays), DeleteSelf the RayJob and with it its RayCluster, DeleteNone
+    nothing. The legacy onSuccess policy, with shutdownAfterJobFinishes, acts the same way (DeleteWorkers keeps the
+    RayCluster that shutdownAfterJobFinishes alone would delete)."""
+    _, when, policy = case
+    workers_go, cluster_goes, job_goes = DELETES[policy]
+    body = ctx.sample("rayjob-deletion-rules")
+    body["metadata"]["name"] = f"{policy.lower()}-{when}"
+    deletion_strategy(body, when, policy)
+    rule = f"{policy} (the job {'failed' if when == 'failed' else 'succeeded'}" + \
+           (", legacy onSuccess)" if when == "legacy" else ", ttlSeconds 0)")
+    job = ctx.create_rayjob(body)
+
+    # step 1: the job ends as the rule expects
+    cluster = job.must_create_its_cluster()
+    if when == "failed":
+        job.must_finish(deployment_status="Failed", when="for an entrypoint exiting 1")
+    else:
+        job.must_succeed()
+    workers = {p.metadata.uid for p in cluster.pods("worker")}
+
+    # step 2: what the policy deletes goes
+    if job_goes:
+        job.must_be_gone(after=rule)
+    if cluster_goes:
+        cluster.must_be_gone(after=rule)
+    elif workers_go:
+        cluster.workers_must_be_deleted(after=rule)
+
+    # step 3: what it does not delete stays
+    until = time.time() + KEPT_WINDOW_S
+    if not cluster_goes:
+        cluster.must_remain(until, why=f"{rule} does not delete the RayCluster")
+        heads = [p.metadata.name for p in cluster.pods("head")]
+        assert heads, f"expected {rule} to keep the head Pod of RayCluster {cluster.name}; observed no head Pod"
+    if not job_goes:
+        job.must_remain(until, why=f"{rule} does not delete the RayJob")
+    if not workers_go:
+        kept = {p.metadata.uid for p in cluster.pods("worker")}
+        assert workers and kept == workers, (f"expected {rule} to keep the worker Pods of RayCluster {cluster.name}; "
+                                             f"observed {len(workers)} worker Pods when the job ended, "
+                                             f"{len(kept & workers)} of them left {KEPT_WINDOW_S} s later")

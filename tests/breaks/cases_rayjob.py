@@ -116,6 +116,12 @@ CASES = [
     # a Ray job stopped by its user (STOPPED) taken for a failed one: Failed/AppFailed instead of Complete
     Case("stopped_job_ends_complete_not_failed", "jobStatus=STOPPED, jobDeploymentStatus=Complete",
          patch="rayjob-stopped-job-counted-failed"),
+    # each deletion policy (a rule's, or the legacy onSuccess one) carried out as another one
+    *(Case(f"each_deletion_policy_deletes_only_its_part[{when}-{policy}]", "Delete(Workers|Cluster|Self|None)",
+           patch="rayjob-deletion-policies-mixed-up")
+      for when in ("succeeded", "failed") for policy in ("DeleteWorkers", "DeleteCluster", "DeleteSelf", "DeleteNone")),
+    Case("each_deletion_policy_deletes_only_its_part[legacy-onSuccess-DeleteWorkers]", "DeleteWorkers",
+         patch="rayjob-deletion-policies-mixed-up"),
     # preRunningDeadlineSeconds never checked: the RayJob waits for its cluster for ever
     Case("pre_running_deadline_ends_job_that_cannot_start", "PreRunningDeadlineExceeded",
          patch="rayjob-ignores-pre-running-deadline"),
