@@ -122,6 +122,11 @@ CASES = [
       for when in ("succeeded", "failed") for policy in ("DeleteWorkers", "DeleteCluster", "DeleteSelf", "DeleteNone")),
     Case("each_deletion_policy_deletes_only_its_part[legacy-onSuccess-DeleteWorkers]", "DeleteWorkers",
          patch="rayjob-deletion-policies-mixed-up"),
+    # the head of a SidecarMode RayJob's cluster recreated, a K8sJobMode one's not
+    Case("k8sjob_mode_head_loss_gets_a_new_head_and_ends_failed", "must get a new head Pod",
+         patch="rayjob-head-restart-modes-swapped"),
+    Case("sidecar_mode_head_loss_ends_failed_without_a_new_head", "must not be replaced",
+         patch="rayjob-head-restart-modes-swapped"),
     # preRunningDeadlineSeconds never checked: the RayJob waits for its cluster for ever
     Case("pre_running_deadline_ends_job_that_cannot_start", "PreRunningDeadlineExceeded",
          patch="rayjob-ignores-pre-running-deadline"),

@@ -1,0 +1,63 @@
+"""A RayJob's head Pod lost while its job runs: where the submitter runs outside the head (K8sJobMode) the RayCluster
+gets a new head and the RayJob still ends, Failed; where the submitter runs inside the head (SidecarMode) nothing
+could resubmit, so no new head is made and the RayJob ends Failed at once."""
+from __future__ import annotations
+
+import pytest
+
+from rayconformance.fixtures import ray
+from rayconformance.fixtures.expect.rayjob import describe_rayjob
+
+LONG_JOB = "python -c \"import time; print('rayconformance job running', flush=True); time.sleep(900)\""
+# How long a test watches for a head Pod that must not be made (KubeRay's e2e watches its short timeout).
+NO_HEAD_WINDOW_S = 30
+
+
+def running_job(ctx, sample: str, name: str):
+    """The RayJob of `sample`, renamed `name`, running a 15-minute job; (its handle, its cluster's, the head Pod)."""
+    body = ctx.sample(sample)
+    body["metadata"]["name"] = name
+    body["spec"]["entrypoint"] = LONG_JOB
+    if body["spec"].get("submissionMode", "K8sJobMode") == "K8sJobMode":
+        body["spec"]["submitterConfig"] = {"backoffLimit": 0}  # no second submitter resubmitting to the new head
+    job = ctx.create_rayjob(body)
+    cluster = job.must_create_its_cluster()
+    job.must_be_running()
+    return job, cluster, cluster.head_pod()
+
+
+@pytest.mark.feature("RayJobHeadPodLoss")
+@pytest.mark.samples("rayjob-basic")
+def test_k8sjob_mode_head_loss_gets_a_new_head_and_ends_failed(ctx):
+    """In K8sJobMode, a head Pod deleted while the job runs is replaced: the RayCluster gets a new head Pod, and
+    the RayJob, whose job died with the old head, ends Failed instead of running for ever."""
+    job, cluster, head = running_job(ctx, "rayjob-basic", "head-loss")
+
+    with ctx.watch_pods(cluster.name, "head") as heads:
+        ctx.core.delete_namespaced_pod(head.metadata.name, ctx.namespace)
+        new = heads.first(lambda v: v.obj["metadata"]["uid"] != head.metadata.uid, ctx.timeouts.pods)
+    heads.must_not_have_failed()
+    assert new, (f"after its head Pod {head.metadata.name} was deleted, RayCluster {cluster.name} of a K8sJobMode "
+                 f"RayJob must get a new head Pod; observed {heads.summary()}")
+
+    obj = job.must_finish(deployment_status="Failed", when="after its head Pod was lost (K8sJobMode)")
+    assert ray.status(obj).get("reason") in ("AppFailed", "SubmissionFailed",
+                                             "JobDeploymentStatusTransitionGracePeriodExceeded"), \
+        f"a RayJob whose job died with its head reports why it failed; observed {describe_rayjob(obj)}"
+
+
+@pytest.mark.feature("RayJobHeadPodLoss")
+@pytest.mark.samples("rayjob-sidecar")
+def test_sidecar_mode_head_loss_ends_failed_without_a_new_head(ctx):
+    """In SidecarMode the submitter runs inside the head Pod: a head Pod deleted while the job runs is not replaced
+    (no head Pod is made for the RayCluster again) and the RayJob ends Failed with reason AppFailed."""
+    job, cluster, head = running_job(ctx, "rayjob-sidecar", "sidecar-head-loss")
+
+    with ctx.watch_pods(cluster.name, "head") as heads:
+        ctx.core.delete_namespaced_pod(head.metadata.name, ctx.namespace)
+        job.must_finish(deployment_status="Failed", reason="AppFailed",
+                        when="after its head Pod, where its submitter ran, was lost (SidecarMode)")
+        new = heads.first(lambda v: v.obj["metadata"]["uid"] != head.metadata.uid, NO_HEAD_WINDOW_S)
+    heads.must_not_have_failed()
+    assert new is None, (f"a SidecarMode RayJob's lost head Pod {head.metadata.name} must not be replaced; "
+                         f"observed a new head Pod {new.name} ({heads.summary()})")
