@@ -1,14 +1,18 @@
-"""RayCluster failure conditions: ReplicaFailure when Pods cannot be created, HeadPodReady after the head is lost."""
+"""RayCluster failure conditions: ReplicaFailure when Pods cannot be created, HeadPodReady after the head is lost and
+while it cannot start."""
 from __future__ import annotations
 
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.conditions import condition, condition_must_be
+from rayconformance.fixtures.expect.conditions import (condition, condition_must_be, describe_conditions,
+                                                          has_condition)
 from rayconformance.fixtures.expect.quotas import resource_quota_must_be_in_force
 from rayconformance.fixtures.expect.workloads import describe_pods
 
 QUOTA = "no-pods-allowed"
+# an image no node has, with imagePullPolicy Never: it cannot start, and no registry is asked for it
+MISSING_IMAGE = "rayconformance/no-such-image:0.0.0"
 
 
 def head_only(ctx, name: str) -> dict:
@@ -64,3 +68,23 @@ def test_head_pod_loss_turns_head_pod_ready_false(ctx):
     assert all(s == "True" for s, _ in provisioned), \
         f"RayClusterProvisioned must stay True while the head Pod is replaced; observed over time {provisioned}"
     condition_must_be(obj, "RayClusterProvisioned", "True", "AllPodRunningAndReadyFirstTime", when="with the new head")
+
+
+@pytest.mark.feature("RayClusterHeadStartFailure")
+@pytest.mark.samples("raycluster-basic")
+def test_unpullable_head_image_is_named_in_head_pod_ready(ctx):
+    """A RayCluster whose head container cannot start (its image is not on the node and may not be pulled) reports
+    HeadPodReady=False with the head container's own waiting reason (ErrImageNeverPull, not the Pod's generic
+    ContainersNotReady) and a message naming the container, and is not reported provisioned or ready."""
+    body = head_only(ctx, "unpullable")
+    container = body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    container["image"], container["imagePullPolicy"] = MISSING_IMAGE, "Never"
+    cluster = ctx.create_raycluster(body)
+
+    obj = cluster.must_report_head_not_starting(("ErrImageNeverPull",))
+    message = condition(obj, "HeadPodReady").get("message") or ""
+    assert container["name"] in message, (f"HeadPodReady's message should name the head container "
+                                          f"{container['name']} that cannot start; observed {message!r}")
+    assert not has_condition(obj, "RayClusterProvisioned", "True") and ray.status(obj).get("state") != "ready", \
+        (f"a RayCluster whose head cannot start is neither provisioned nor ready; observed state "
+         f"{ray.status(obj).get('state')!r}, {describe_conditions(obj)}")

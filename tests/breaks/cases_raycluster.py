@@ -35,6 +35,9 @@ CASES = [
     # RayClusterProvisioned follows the Pods' readiness after the first time (turns False while the head is replaced)
     Case("head_pod_loss_turns_head_pod_ready_false", "RayClusterProvisioned must stay True",
          patch="raycluster-provisioned-follows-pods"),
+    # HeadPodReady keeps the Pod's generic ContainersNotReady, not the head container's own waiting reason
+    Case("unpullable_head_image_is_named_in_head_pod_ready", "HeadPodReady=False with reason ErrImageNeverPull",
+         patch="raycluster-head-ready-reason-generic"),
     # every worker group gets one Pod more than its replicas
     Case("scaling_creates_no_redundant_pods", "expected at most 6 live worker Pods",
          patch="raycluster-one-worker-too-many"),

@@ -238,6 +238,15 @@ def test_unmapped_image_fails_like_an_unpullable_image(cpu, ns):
     assert cpu.pod(ns, "noimage")["status"]["phase"] == "Pending"
 
 
+def test_image_not_present_with_pull_policy_never_is_err_image_never_pull(cpu, ns):
+    cpu.create(ns, pod_manifest("neverpull", [{"name": "c", "image": "rayconformance/nothing:1",
+                                               "imagePullPolicy": "Never"}]))
+    p = cpu.wait_pod(ns, "neverpull", lambda x: ((cstatus(x, "c").get("state") or {}).get("waiting") or {}).get(
+        "reason") == "ErrImageNeverPull", 60, "ErrImageNeverPull")
+    assert "not present with pull policy of Never" in cstatus(p, "c")["state"]["waiting"]["message"]
+    assert p["status"]["phase"] == "Pending"
+
+
 def test_container_status_json_shape(cpu, ns):
     cpu.create(ns, pod_manifest("shape", [{"name": "a", "image": "busybox", "command": ["sleep", "3600"]},
                                           {"name": "b", "image": "busybox", "command": ["sleep", "3600"]}]))

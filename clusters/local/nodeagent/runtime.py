@@ -21,6 +21,8 @@ from .sandbox import MARKER, pod_hostname, short
 from .status import TERMINAL, CState, init_done, running, terminated, waiting
 from .volumes import VolumeError
 
+NEVER_PULL_RECHECK = 10.0  # seconds before an image not present (imagePullPolicy Never) is looked for again
+
 
 class ContainerRuntime:
     def _run_containers(self, now: float) -> None:
@@ -60,6 +62,15 @@ class ContainerRuntime:
             self.next_wake = min(self.next_wake, now + 3)
             return
         except ImageError as e:
+            if spec.get("imagePullPolicy") == "Never":  # the kubelet pulls nothing: not present is the reason
+                first = c.state.get("waiting", {}).get("reason") != "ErrImageNeverPull"
+                c.state = waiting("ErrImageNeverPull", f'Container image "{spec.get("image")}" is not present with '
+                                                       f"pull policy of Never")
+                if first:
+                    self.event("Warning", "ErrImageNeverPull", c.state["waiting"]["message"], self._fieldpath(c))
+                c.next_start = now + NEVER_PULL_RECHECK
+                self.next_wake = min(self.next_wake, c.next_start)
+                return
             c.pull_failures += 1
             reason, delay = image_pull_retry(c.pull_failures, c.state.get("waiting", {}).get("reason"))
             if reason == "ImagePullBackOff":
