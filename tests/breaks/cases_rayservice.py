@@ -131,4 +131,6 @@ CASES = [
     # clearing spec.suspend abandons a suspend under way
     Case("suspend_runs_to_completion_once_committed", "must stay Suspending=True", profile="kuberay-v1.7.0",
          local=True, tree_patch="v1.7.0/rayservice-suspend-not-atomic"),
+    # spec.managedBy not looked at: the operator serves a RayService another controller manages
+    Case("rayservice_managed_elsewhere_is_left_alone", "left alone", patch="rayservice-ignores-managed-by"),
 ]
