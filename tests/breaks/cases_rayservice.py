@@ -126,7 +126,7 @@ CASES = [
     Case("suspend_deletes_everything_and_resume_serves_again", "Ready=False/Initializing", profile="kuberay-v1.7.0",
          local=True, tree_patch="v1.7.0/rayservice-resume-keeps-ready"),
     # a RayService that never had a cluster is not suspended: created suspended, it starts like any other
-    Case("created_suspended_creates_nothing_until_resumed", "must create no RayCluster before it is resumed",
+    Case("created_suspended_creates_nothing_until_resumed", "no RayCluster may be created through",
          profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayservice-created-suspended-ignored"),
     # clearing spec.suspend abandons a suspend under way
     Case("suspend_runs_to_completion_once_committed", "must stay Suspending=True", profile="kuberay-v1.7.0",
