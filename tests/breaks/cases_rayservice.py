@@ -133,4 +133,7 @@ CASES = [
          local=True, tree_patch="v1.7.0/rayservice-suspend-not-atomic"),
     # spec.managedBy not looked at: the operator serves a RayService another controller manages
     Case("rayservice_managed_elsewhere_is_left_alone", "left alone", patch="rayservice-ignores-managed-by"),
+    # the RayService's RayCluster made without enableInTreeAutoscaling: Serve's second replica never gets a worker
+    Case("load_scales_replicas_and_workers_up_and_back", "second replica under load",
+         patch="rayservice-cluster-drops-autoscaling"),
 ]
