@@ -63,22 +63,36 @@ def test_healthy_service_is_not_failed_by_its_initializing_timeout(ctx):
          f"{distinct_states(watch.snapshot())}; events: {events}")
 
 
+# (case id, what is invalid, what the Ready message must name, the Warning event's reason)
+INVALID = [("head-service-named", "it names its RayCluster's head Service", "headService.metadata.name",
+            "InvalidRayServiceSpec"),
+           ("name-too-long", "a name of 48 characters (at most 47)", "no more than 47 characters",
+            "InvalidRayServiceMetadata")]
+
+
 @pytest.mark.feature("RayServiceValidation")
-@pytest.mark.samples("rayservice-invalid")
-def test_invalid_rayservice_fails_validation_and_creates_nothing(ctx):
+@pytest.mark.samples("rayservice-invalid", "rayservice-greeter")
+@pytest.mark.parametrize("invalid", INVALID, ids=[c[0] for c in INVALID])
+def test_invalid_rayservice_fails_validation_and_creates_nothing(ctx, invalid):
     """A RayService the operator finds invalid (it names the head Service of its RayCluster, which the RayService
-    manages itself) reports Ready=False with reason ValidationFailed and records a Warning event
-    InvalidRayServiceSpec, and no RayCluster, Service or Pod is created for it."""
-    service = ctx.create_rayservice("rayservice-invalid")
+    manages itself; or its name is too long for the RayClusters named after it) reports Ready=False with reason
+    ValidationFailed and a message saying what is invalid, records a Warning event naming the invalid part
+    (InvalidRayServiceSpec, InvalidRayServiceMetadata), and no RayCluster, Service or Pod is created for it."""
+    case, why, named, reason = invalid
+    if case == "name-too-long":
+        body = ctx.sample("rayservice-greeter", "RayService")
+        body["metadata"]["name"] = "g" * 48
+    else:
+        body = ctx.sample("rayservice-invalid")
+    service = ctx.create_rayservice(body)
 
     # step 1: the status says the spec is invalid, and why
     obj = service.must_report_condition("Ready", "False", "ValidationFailed")
     message = (condition(obj, "Ready") or {}).get("message") or ""
-    assert "headService.metadata.name" in message, \
-        f"expected the Ready message to name headService.metadata.name, observed {message!r}"
+    assert named in message, f"expected the Ready message to say {named!r} ({why}), observed {message!r}"
 
     # step 2: so does a Warning event
-    service.events_must_include([("Warning", "InvalidRayServiceSpec", None)])
+    service.events_must_include([("Warning", reason, None)])
 
     # step 3: nothing was created for it
-    service.must_have_created_nothing(what="an invalid RayService")
+    service.must_have_created_nothing(what=f"an invalid RayService ({why})")

@@ -30,7 +30,7 @@ APP = "greeter"
 @pytest.mark.serial  # losing a head Pod must not compete with other tests for the CPU
 @pytest.mark.feature("RayServiceHeadLossWithGCSFT", "RayClusterGCSFaultTolerance")
 @pytest.mark.samples("rayservice-greeter", "rayservice-greeter-ft", "loadgen")
-def test_gcs_ft_head_loss_drops_no_request(ctx, redis):
+def test_gcs_ft_head_loss_keeps_the_service_on_its_cluster(ctx, redis):
     """With GCS fault tolerance (external Redis) and the head kept out of the serve Service, losing the active
     RayCluster's head Pod while no upgrade is going on takes nothing away from the clients that the operator
     controls: the RayService stays Ready on the same RayCluster (no pending or new one; Ready=False only with reason

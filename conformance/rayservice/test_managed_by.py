@@ -7,21 +7,24 @@ import pytest
 from rayconformance.fixtures.expect.managed_by import manager_must_be_immutable_and_known
 
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+OPERATOR = "ray.io/kuberay-operator"
 
 
 @pytest.mark.feature("RayServiceManagedBy")
 @pytest.mark.samples("rayservice-greeter", "rayservice-invalid")
 def test_rayservice_managed_elsewhere_is_left_alone(ctx):
     """A RayService whose spec.managedBy names another controller (MultiKueue) is left alone: it gets no status, no
-    finalizer, no RayCluster and no Service, while the operator does handle a RayService of its own beside it (an
-    invalid one, reported ValidationFailed). Its spec.managedBy cannot be changed afterwards, and a RayService naming
+    finalizer, no RayCluster and no Service, while the operator does handle a RayService beside it that names the
+    operator itself as its manager (an invalid one, reported ValidationFailed). Its spec.managedBy cannot be changed afterwards, and a RayService naming
     a manager that is neither the operator nor MultiKueue is refused."""
     body = ctx.sample("rayservice-greeter", "RayService")
     body["spec"]["managedBy"] = MULTIKUEUE
     service = ctx.create_rayservice(body)
 
-    # step 1: the operator is at work in this namespace: it handled its own RayService
-    ctx.create_rayservice("rayservice-invalid").must_report_condition("Ready", "False", "ValidationFailed")
+    # step 1: the operator is at work in this namespace: it handled its own RayService (naming it as manager)
+    own = ctx.sample("rayservice-invalid")
+    own["spec"]["managedBy"] = OPERATOR
+    ctx.create_rayservice(own).must_report_condition("Ready", "False", "ValidationFailed")
 
     # step 2: it leaves the other controller's RayService alone
     service.must_be_left_alone(15, why=f"spec.managedBy={MULTIKUEUE}")

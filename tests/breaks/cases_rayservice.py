@@ -80,8 +80,11 @@ CASES = [
     Case("healthy_service_is_not_failed_by_its_initializing_timeout", "must become Ready=True, not fail the timeout",
          patch="rayservice-initializing-timeout-seconds-as-milliseconds"),
     # The operator skips the spec validation and creates a cluster for an invalid RayService.
-    Case("invalid_rayservice_fails_validation_and_creates_nothing", "Ready=False/ValidationFailed",
+    Case("invalid_rayservice_fails_validation_and_creates_nothing[head-service-named]", "Ready=False/ValidationFailed",
          patch="rayservice-skips-spec-validation"),
+    # ... and the metadata validation: a name too long for its RayClusters' names is taken
+    Case("invalid_rayservice_fails_validation_and_creates_nothing[name-too-long]", "Ready=False/ValidationFailed",
+         patch="rayservice-skips-metadata-validation"),
     # The operator counts worker-group replicas in the cluster hash: a replicas change needs a new cluster.
     Case("autoscaler_fields_and_new_worker_group_keep_the_cluster", "must not start an upgrade",
          patch="rayservice-replicas-change-upgrades"),
@@ -100,7 +103,7 @@ CASES = [
          patch="rayservice-recreates-cluster-after-operator-upgrade", timeout_scale=1.0),
     # The operator takes an active RayCluster whose head Pod is not ready for one to replace (as if GCS fault
     # tolerance could not keep it): losing the head starts an upgrade to a new RayCluster.
-    Case("gcs_ft_head_loss_drops_no_request", r"must stay on RayCluster \S+ with no pending one",
+    Case("gcs_ft_head_loss_keeps_the_service_on_its_cluster", r"must stay on RayCluster \S+ with no pending one",
          patch="rayservice-replaces-cluster-on-head-loss", timeout_scale=0.5),
     # The operator's readiness probe for RayService workers no longer asks the worker's Serve proxy: a worker
     # whose proxy is gone stays in the serve Service.
