@@ -8,7 +8,7 @@ import time
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import seconds
+from rayconformance.fixtures.expect.rayjob import describe_rayjob, seconds
 
 
 @pytest.mark.feature("RayJobTTLAfterFinished")
@@ -101,14 +101,20 @@ def test_each_deletion_policy_deletes_only_its_part(ctx, case):
     deletion_strategy(body, when, policy)
     rule = f"{policy} (the job {'failed' if when == 'failed' else 'succeeded'}" + \
            (", legacy onSuccess)" if when == "legacy" else ", ttlSeconds 0)")
-    job = ctx.create_rayjob(body)
+    expected = ({"jobDeploymentStatus": "Failed"} if when == "failed"
+                else {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"})
+    with ctx.watch("RayJob", body["metadata"]["name"]) as versions:  # DeleteSelf may delete it as soon as it ends
+        job = ctx.create_rayjob(body)
 
-    # step 1: the job ends as the rule expects
-    cluster = job.must_create_its_cluster()
-    if when == "failed":
-        job.must_finish(deployment_status="Failed", when="for an entrypoint exiting 1")
-    else:
-        job.must_succeed()
+        # step 1: the job ends as the rule expects
+        cluster = job.must_create_its_cluster()
+        finished = versions.first(lambda v: ray.status(v.obj).get("jobDeploymentStatus") in ("Complete", "Failed"),
+                                  ctx.timeouts.job)
+    versions.must_not_have_failed()
+    ended = ray.status(finished.obj if finished else None)
+    assert finished and all(ended.get(k) == v for k, v in expected.items()), \
+        (f"expected RayJob {job.name} to end with {expected}; observed "
+         f"{describe_rayjob(finished.obj) if finished else 'no end within the job timeout'}")
     workers = {p.metadata.uid for p in cluster.pods("worker")}
 
     # step 2: what the policy deletes goes
