@@ -78,13 +78,14 @@ def test_upgrade_strategy_none_keeps_the_cluster(ctx):
 # it) the old RayCluster may be deleted: the operator counts from its own first look at the switched status.
 DELETION_DELAY_S = 30
 DELETION_MARGIN_S = 3
+DELETION_LATE_S = 30  # how long after the delay the old cluster may still be waiting for its deletion
 
 
 @pytest.mark.feature("RayServiceClusterDeletionDelay")
 @pytest.mark.samples("rayservice-greeter")
 def test_old_cluster_outlives_the_switch_by_the_deletion_delay(ctx):
     """After a NewCluster upgrade switches traffic to the new RayCluster, the old RayCluster is kept for
-    rayClusterDeletionDelaySeconds (here 30 s) and then deleted."""
+    rayClusterDeletionDelaySeconds (here 30 s) and then deleted, not much later (within 30 s more)."""
     service, obj = deploy(ctx)
     old, _ = active_and_pending_clusters(obj)
 
@@ -98,7 +99,9 @@ def test_old_cluster_outlives_the_switch_by_the_deletion_delay(ctx):
         ctx.raycluster(old).must_outlive_the_switch(clusters, switched, DELETION_DELAY_S - DELETION_MARGIN_S,
                                                     delay=DELETION_DELAY_S)
 
-    # step 3: then it goes
+        # step 3: then it is deleted, not long after the delay
+        ctx.measure("deletion_delay.deleted_after_switch_s", ctx.raycluster(old).must_go_after_the_delay(
+            clusters, switched, DELETION_DELAY_S + DELETION_LATE_S, delay=DELETION_DELAY_S))
     ctx.raycluster(old).must_be_gone(after="rayClusterDeletionDelaySeconds")
 
 

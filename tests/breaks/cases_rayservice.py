@@ -96,6 +96,9 @@ CASES = [
     # The operator reads rayClusterDeletionDelaySeconds as milliseconds: the old cluster goes at once.
     Case("old_cluster_outlives_the_switch_by_the_deletion_delay", "to be kept for rayClusterDeletionDelaySeconds",
          patch="rayservice-deletion-delay-in-milliseconds"),
+    # ... or as ten times its value: the old cluster is kept 300 s, not 30
+    Case("old_cluster_outlives_the_switch_by_the_deletion_delay", "to be deleted once rayClusterDeletionDelaySeconds",
+         patch="rayservice-deletion-delay-tenfold"),
     # The operator takes a RayCluster created by another KubeRay release for one with a different spec (it ignores
     # the ray.io/kuberay-version annotation that says so): after upgrading the operator from v1.5.1 it moves the
     # RayService to a new RayCluster.
