@@ -30,7 +30,8 @@ def test_created_suspended_then_resumed(ctx):
 @pytest.mark.feature("RayJobSuspend")
 @pytest.mark.samples("rayjob-basic")
 def test_suspending_running_job_tears_down_cluster(ctx):
-    """Suspending a running RayJob brings it to Suspended and deletes its RayCluster and its submitter Job."""
+    """Suspending a running RayJob brings it to Suspended and deletes its RayCluster and its submitter Job;
+    resuming it runs the job again, on a new RayCluster."""
     body = ctx.sample("rayjob-basic")
     body["spec"]["entrypoint"] = "python -c \"import time; [time.sleep(1) for _ in range(600)]\""
     job = ctx.create_rayjob(body)
@@ -41,3 +42,8 @@ def test_suspending_running_job_tears_down_cluster(ctx):
     assert cluster not in ray_cluster_names(ctx), \
         f"suspending a running RayJob must delete its RayCluster {cluster}"
     assert not job.submitter_jobs(), "suspending a running RayJob must delete its submitter Job"
+
+    job.patch({"spec": {"suspend": False}})
+    again = ray.status(job.must_be_running(ctx.timeouts.long)).get("rayClusterName")
+    assert again and again != cluster, \
+        f"a resumed RayJob runs on a new RayCluster (its old one, {cluster}, was deleted); observed {again!r}"

@@ -127,6 +127,9 @@ CASES = [
          patch="rayjob-head-restart-modes-swapped"),
     Case("sidecar_mode_head_loss_ends_failed_without_a_new_head", "must not be replaced",
          patch="rayjob-head-restart-modes-swapped"),
+    # a Suspended RayJob whose suspend is cleared stays Suspended (the cluster name it no longer has is required)
+    Case("suspending_running_job_tears_down_cluster", "jobStatus=RUNNING",
+         patch="rayjob-suspended-stays-suspended"),
     # preRunningDeadlineSeconds never checked: the RayJob waits for its cluster for ever
     Case("pre_running_deadline_ends_job_that_cannot_start", "PreRunningDeadlineExceeded",
          patch="rayjob-ignores-pre-running-deadline"),
