@@ -13,10 +13,11 @@ def redis(ctx, request):
     """samples/redis.yaml in the test's namespace (Service `redis`, the default user's password in Secret
     `redis-password`, an ACL user in Secret `redis-gcs-user`), ready; a `fixtures.handles.redis.Redis` handle on it.
     Parametrized indirectly, the parameter is the `Access` (how the test's RayClusters reach the Redis) the handle
-    carries. Afterwards the namespace's Ray resources are deleted first, while the namespace still accepts the
+    carries; it decides which Redis is made (samples/redis-no-password.yaml for a Redis without password). Afterwards the namespace's Ray resources are deleted first, while the namespace still accepts the
     operator's Redis cleanup Jobs that the RayClusters' finalizers wait for."""
-    ctx.create(ctx.samples("redis"))
+    access = getattr(request, "param", Access())
+    ctx.create(ctx.samples(access.sample))
     deployment_must_be_ready(ctx.k8s, ctx.namespace, "redis", ctx.timeouts.medium, what="the Redis Deployment")
-    yield Redis(ctx, getattr(request, "param", Access()))
+    yield Redis(ctx, access)
     ray_resources_must_be_deleted(ctx.k8s, ctx.namespace, ctx.timeouts.long,
                                   what="the test's Ray resources (with GCS fault tolerance)")

@@ -11,11 +11,13 @@ from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.raycluster_pods import head_restarts
 from rayconformance.fixtures.expect.redis import redis_cli
 from rayconformance.fixtures.expect.workloads import describe_pods
+from rayconformance.fixtures.handles.redis import Access
 from rayconformance.fixtures.watch import WatchLog
 
 from .gcs_ft import create_counter, detached_actor_must_keep_its_state
 
 FINALIZER = "ray.io/gcs-ft-redis-cleanup-finalizer"
+STORAGE_NS = "ray.io/external-storage-namespace"
 
 
 def job_complete(job: dict) -> bool:
@@ -196,25 +198,61 @@ def test_redis_address_without_fault_tolerance_options_is_invalid(ctx):
     cluster.must_be_reported_invalid("RAY_REDIS_ADDRESS", about="RAY_REDIS_ADDRESS without gcsFaultToleranceOptions")
 
 
+LEGACY_STORE = "conformance-legacy-store"
+LEGACY_FORMS = [  # (how the Redis is reached, where the head's password comes from)
+    pytest.param(Access(password="none"), None, id="no-password"),
+    pytest.param(Access(), "start-params", id="password-in-start-params"),
+    pytest.param(Access(), "env", id="password-from-env"),
+    pytest.param(Access(storage_namespace=LEGACY_STORE), "env", id="storage-namespace-annotation"),
+]
+
+
+def legacy_cluster(ctx, redis, password_from: str | None) -> dict:
+    """samples/raycluster-gcs-ft-annotation.yaml with the head's Redis password given `password_from`: None (no
+    password), "start-params" (its value in rayStartParams redis-password) or "env" ($REDIS_PASSWORD, the env
+    variable from the Secret, as the sample has it); and the ray.io/external-storage-namespace annotation where the
+    access names a storage namespace."""
+    body = ctx.sample("raycluster-gcs-ft-annotation")
+    head = body["spec"]["headGroupSpec"]
+    container = head["template"]["spec"]["containers"][0]
+    if password_from != "env":
+        container["env"] = [e for e in container["env"] if e["name"] != "REDIS_PASSWORD"]
+        head["rayStartParams"].pop("redis-password")
+    if password_from == "start-params":
+        head["rayStartParams"]["redis-password"] = redis.password()
+    if redis.access.storage_namespace:
+        body["metadata"]["annotations"][STORAGE_NS] = redis.access.storage_namespace
+    return body
+
+
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
+@pytest.mark.parametrize("redis, password_from", LEGACY_FORMS, indirect=["redis"])
 @pytest.mark.samples("raycluster-gcs-ft-annotation")
-def test_deprecated_annotation_enables_fault_tolerance(ctx, redis):
-    """The deprecated way of turning on GCS fault tolerance still works: a RayCluster annotated
-    ray.io/ft-enabled=true whose head names the Redis in RAY_REDIS_ADDRESS comes up with its head Pod marked
-    fault tolerant (ray.io/ft-enabled=true, a Redis storage namespace), its GCS keeps its state in that Redis,
-    and deleting the cluster cleans that state out of Redis."""
-    cluster = ctx.create_raycluster("raycluster-gcs-ft-annotation")
+def test_deprecated_annotation_enables_fault_tolerance(ctx, redis, password_from):
+    """The deprecated way of turning on GCS fault tolerance still works, in each form KubeRay's own tests try: a
+    RayCluster annotated ray.io/ft-enabled=true whose head names the Redis in RAY_REDIS_ADDRESS, on a Redis without
+    a password, with the password in the head's rayStartParams, with the password as $REDIS_PASSWORD from an env
+    variable, and with a storage namespace of its own in the ray.io/external-storage-namespace annotation. Each
+    comes up with its head Pod marked fault tolerant (ray.io/ft-enabled=true, the storage namespace asked for, else
+    one of the operator's), its GCS keeps its state in that Redis under that namespace, and deleting the cluster
+    cleans that state out of Redis."""
+    cluster = ctx.create_raycluster(legacy_cluster(ctx, redis, password_from))
     obj = cluster.must_be_provisioned()
     assert FINALIZER in (obj["metadata"].get("finalizers") or []), \
         f"the RayCluster must get the Redis cleanup finalizer {FINALIZER}; observed {obj['metadata'].get('finalizers')}"
     notes = cluster.head_pod().metadata.annotations or {}
-    assert notes.get("ray.io/ft-enabled") == "true" and notes.get("ray.io/external-storage-namespace"), \
-        ("the head Pod must be annotated ray.io/ft-enabled=true with a ray.io/external-storage-namespace; observed "
+    storage = notes.get(STORAGE_NS)
+    assert notes.get("ray.io/ft-enabled") == "true" and storage, \
+        (f"the head Pod must be annotated ray.io/ft-enabled=true with a {STORAGE_NS}; observed "
          f"{ {k: v for k, v in notes.items() if k.startswith('ray.io/')} }")
-    size = redis_dbsize(ctx)
-    assert size > 0, f"the GCS must keep its state in Redis (DBSIZE > 0); observed DBSIZE {size}"
+    if redis.access.storage_namespace:
+        assert storage == redis.access.storage_namespace, \
+            (f"the head Pod must carry the storage namespace the RayCluster's {STORAGE_NS} annotation asks for, "
+             f"{redis.access.storage_namespace!r}; observed {storage!r}")
+    redis.must_hold_keys_of(storage, whose=f"{cluster} ({redis.access})")
 
     cluster.delete()
     cluster.must_be_gone(ctx.timeouts.long, after="its deletion (and its Redis cleanup)")
+    redis.must_hold_no_keys_of(storage, after=f"{cluster} was deleted, its Redis cleanup done ({redis.access})")
     size = redis_dbsize(ctx)
     assert size == 0, f"deleting the RayCluster must clean its Redis storage: DBSIZE is {size}, expected 0"

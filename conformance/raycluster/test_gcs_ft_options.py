@@ -1,5 +1,6 @@
-"""GCS fault tolerance in the forms a user configures it (an ACL user, a storage namespace of their own, a
-redis:// address), and several RayClusters on one Redis, each in its own storage namespace."""
+"""GCS fault tolerance in the forms a user configures it (a Redis with or without a password, the password inline
+or from a Secret, an ACL user, a storage namespace of their own, a redis:// address, a RayCluster name too long for
+the names derived from it), and several RayClusters on one Redis, each in its own storage namespace."""
 from __future__ import annotations
 
 import pytest
@@ -10,11 +11,16 @@ from rayconformance.fixtures.handles.redis import ACL_SECRET, ACL_USER, Access
 from .gcs_ft import create_counter, detached_actor_must_keep_its_state
 
 STORAGE_NS = "ray.io/external-storage-namespace"
-ACCESS = [
+# 52 characters: the name of its Redis cleanup Job (<name>-redis-cleanup) must be cut to fit 63
+LONG_NAME = "raycluster-with-a-very-long-name-exceeding-k8s-limit"
+FORMS = [  # (how the Redis is reached, the RayCluster's name: None keeps the sample's)
+    pytest.param(Access(password="none"), None, id="no-password"),
+    pytest.param(Access(password="inline"), None, id="inline-password"),
     # the Redis refuses the ACL user's password sent without the user's name
-    pytest.param(Access(username=ACL_USER, password_secret=ACL_SECRET), id="acl-user"),
-    pytest.param(Access(storage_namespace="conformance-gcs-store"), id="storage-namespace"),
-    pytest.param(Access(address="redis://redis:6379"), id="redis-url"),
+    pytest.param(Access(username=ACL_USER, password_secret=ACL_SECRET), None, id="acl-user"),
+    pytest.param(Access(storage_namespace="conformance-gcs-store"), None, id="storage-namespace"),
+    pytest.param(Access(address="redis://redis:6379"), None, id="redis-url"),
+    pytest.param(Access(), LONG_NAME, id="long-name"),
 ]
 
 
@@ -28,18 +34,22 @@ def head_storage_namespace(cluster, head, expected: str, why: str) -> str:
 
 
 @pytest.mark.feature("RayClusterGCSFaultToleranceOptions")
-@pytest.mark.parametrize("redis", ACCESS, indirect=True)
+@pytest.mark.parametrize("redis, name", FORMS, indirect=["redis"])
 @pytest.mark.samples("raycluster-gcs-ft")
-def test_fault_tolerance_options_keep_state_and_clean_up(ctx, redis):
-    """GCS fault tolerance works in each form KubeRay's own tests configure it: with the password of an ACL user
-    of the Redis and that user's name (redisUsername), with a storage namespace of the user's own
-    (externalStorageNamespace), and with the Redis address written as a redis:// URL. Each time the cluster comes
+def test_fault_tolerance_options_keep_state_and_clean_up(ctx, redis, name):
+    """GCS fault tolerance works in each form KubeRay's own tests configure it: on a Redis that asks for no
+    password (no redisPassword), with the password written inline (redisPassword.value), with the password of an
+    ACL user of the Redis and that user's name (redisUsername), with a storage namespace of the user's own
+    (externalStorageNamespace), with the Redis address written as a redis:// URL, and for a RayCluster whose
+    52-character name is too long for the names the operator derives from it. Each time the cluster comes
     up with its GCS keeping its state in Redis under the storage namespace asked for (by default the RayCluster's
     UID), a detached actor keeps its state through the loss of the head Pod, and deleting the cluster cleans that
     namespace out of Redis."""
     access = redis.access
     body = ctx.sample("raycluster-gcs-ft")
-    body["spec"]["gcsFaultToleranceOptions"] = access.options()
+    body["spec"]["gcsFaultToleranceOptions"] = redis.options()
+    if name:
+        body["metadata"]["name"] = name
     cluster = ctx.create_raycluster(body)
 
     # step 1: the cluster comes up on the Redis reached as asked, in the storage namespace asked for
