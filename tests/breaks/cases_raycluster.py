@@ -54,8 +54,9 @@ CASES = [
     Case("redis_address_without_fault_tolerance_options_is_invalid", "Warning event about RAY_REDIS_ADDRESS",
          patch="raycluster-redis-address-unchecked"),
     # the deprecated ray.io/ft-enabled annotation no longer enables GCS fault tolerance
-    Case("deprecated_annotation_enables_fault_tolerance", "to be provisioned",
-         patch="raycluster-ft-annotation-ignored"),
+    *(Case(f"deprecated_annotation_enables_fault_tolerance[{form}]", "to be provisioned|ft-enabled=true",
+           patch="raycluster-ft-annotation-ignored")
+      for form in ("no-password", "password-in-start-params", "password-from-env", "storage-namespace-annotation")),
     # the Redis cleanup finalizer is removed as soon as the cleanup Job is created, not once it has completed
     Case("delete_cleans_redis_and_removes_cluster", "must stay until its Redis cleanup Job has completed",
          patch="raycluster-finalizer-before-cleanup"),
@@ -107,6 +108,19 @@ CASES = [
     # no --redis-username), so the head sends the ACL user's password as the default user's and Redis refuses it
     Case("fault_tolerance_options_keep_state_and_clean_up[acl-user]", "to be provisioned|keep its state",
          patch="raycluster-redis-username-dropped", timeout_scale=0.5),
+    # GCS fault tolerance option forms mishandled (one patch, one wrong decision per form): a missing redisPassword
+    # dereferenced (the reconcile panics), an inline redisPassword value dropped (the head sends no password), the
+    # Redis cleanup Job named <cluster>-redis-cleanup uncut (refused above 63 characters: the cluster never goes),
+    # a password in the deprecated path's rayStartParams not handed to the cleanup Job (its keys stay)
+    Case("fault_tolerance_options_keep_state_and_clean_up[no-password]", "to be provisioned",
+         patch="raycluster-gcs-ft-option-forms-mishandled", timeout_scale=0.5),
+    Case("fault_tolerance_options_keep_state_and_clean_up[inline-password]", "to be provisioned",
+         patch="raycluster-gcs-ft-option-forms-mishandled", timeout_scale=0.5),
+    Case("fault_tolerance_options_keep_state_and_clean_up[long-name]", "to be gone after",
+         patch="raycluster-gcs-ft-option-forms-mishandled", timeout_scale=0.5),
+    Case("deprecated_annotation_enables_fault_tolerance[password-in-start-params]",
+         "no key of storage namespace .* left in Redis|to be gone",
+         patch="raycluster-gcs-ft-option-forms-mishandled"),
     # externalStorageNamespace is ignored: the head keeps the RayCluster's UID as its storage namespace
     Case("fault_tolerance_options_keep_state_and_clean_up[storage-namespace]",
          "annotated ray.io/external-storage-namespace=conformance-gcs-store",
