@@ -1,12 +1,14 @@
-"""RayCluster Pod accounting: scaling creates no redundant Pods; scaleStrategy.workersToDelete deletes exactly the
-named workers."""
+"""RayCluster Pod accounting: scaling creates no redundant Pods; scaling down deletes no more Pods than asked, even
+while the deleted ones linger; scaleStrategy.workersToDelete deletes exactly the named workers."""
 from __future__ import annotations
 
 import pytest
 
+from rayconformance.fixtures.waiting import wait_until
 from rayconformance.fixtures.watch import PodWatch
 
 GROUP_SIZE = 6
+HOLD = "conformance.rayconformance.io/hold"  # a finalizer of the test's own: its Pods linger in Terminating
 
 
 def no_more_live_than(pods: PodWatch, limit: int, when: str) -> None:
@@ -59,6 +61,61 @@ def test_scaling_creates_no_redundant_pods(ctx):
     no_more_live_than(pods, GROUP_SIZE, f"scaling {GROUP_SIZE} -> 0 -> {GROUP_SIZE}")
 
     cluster.events_must_count("CreatedWorkerPod", 2 * GROUP_SIZE)
+
+
+def release_held_pods(ctx) -> None:
+    """Remove the test's finalizer from every Pod of its namespace that still has it."""
+    for pod in ctx.core.list_namespaced_pod(ctx.namespace).items:
+        if HOLD in (pod.metadata.finalizers or []):
+            rest = [f for f in pod.metadata.finalizers if f != HOLD]
+            ctx.core.patch_namespaced_pod(pod.metadata.name, ctx.namespace, {"metadata": {"finalizers": rest or None}})
+
+
+@pytest.mark.feature("RayClusterNoRedundantPods")
+@pytest.mark.samples("raycluster-basic")
+def test_scaling_down_deletes_one_worker_while_it_lingers(ctx):
+    """Lowering a worker group's replicas from 2 to 1 while its Pods are held in Terminating by a finalizer (as
+    a storage or log shipper's finalizer can hold them) marks exactly one worker for deletion, never the other
+    and never the head, for as long as the marked Pod lingers: the operator waits for it to go rather than count
+    it among the group's replicas, and creates no Pod in its place. Once it is released, one worker is left."""
+    body = ctx.sample("raycluster-basic")
+    group = body["spec"]["workerGroupSpecs"][0]
+    group.update(replicas=2, minReplicas=1)
+    for spec in (body["spec"]["headGroupSpec"], group):
+        spec["template"].setdefault("metadata", {})["finalizers"] = [HOLD]
+    cluster = ctx.raycluster(body["metadata"]["name"])
+    try:
+        with cluster.watch_pods() as workers, cluster.watch_pods("head") as heads:
+            # step 1: two workers, every Pod held by the finalizer
+            ctx.create_raycluster(body)
+            cluster.must_be_provisioned()
+            names = sorted(p.metadata.name for p in cluster.workers_must_be_running_and_ready(2, what="2 workers"))
+
+            # step 2: replicas 2 -> 1 marks one worker for deletion
+            cluster.patch({"spec": {"workerGroupSpecs": [{**group, "replicas": 1}]}})
+            marked = wait_until(lambda: [p.metadata.name for p in cluster.pods("worker") if p.metadata.deletion_timestamp],
+                                bool, "replicas 2 -> 1 to mark one worker for deletion", ctx.timeouts.pods)
+
+            # step 3: while it lingers, no other Pod is marked and none is created
+            cluster.worker_pods_must_be(names, ctx.timeouts.pods, consecutive=10,
+                                        what=f"the group's two workers kept while {marked} lingers in Terminating")
+            workers.must_not_have_failed()
+            heads.must_not_have_failed()
+            deleted = [workers.names[u] for u in workers.deleted]
+            assert len(deleted) == 1, \
+                (f"replicas 2 -> 1 must mark exactly one worker for deletion while it lingers; observed "
+                 f"{len(deleted)} marked ({', '.join(deleted)}); {workers.summary()}")
+            assert not heads.deleted, f"scaling workers down must leave the head alone; observed {heads.summary()}"
+            assert len(workers.created) == 2, \
+                f"no worker Pod may be created while one lingers in Terminating; observed {workers.summary()}"
+
+            # step 4: released, it goes, and the other worker is the group's one replica
+            release_held_pods(ctx)
+            kept = [n for n in names if n not in deleted]
+            cluster.worker_pods_must_be(kept, ctx.timeouts.pods, consecutive=3,
+                                        what=f"{deleted[0]} gone once released, {kept[0]} left as the one replica")
+    finally:
+        release_held_pods(ctx)
 
 
 @pytest.mark.feature("RayClusterWorkersToDelete")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from rayconformance.fixtures.expect.raycluster_history import old_pods_must_go_before_new_ones
 from rayconformance.fixtures.expect.workloads import describe_pods
 
 
@@ -16,7 +17,8 @@ def revision(pod) -> str | None:
 def test_recreate_replaces_all_pods_on_template_change(ctx):
     """With upgradeStrategy Recreate, changing the RayCluster's Pod templates (an environment variable of the head
     and of the workers) deletes all its Pods and creates new ones from the new templates: a new head and a new
-    worker, Running and Ready, none of the old Pods left."""
+    worker, Running and Ready, none of the old Pods left. Watched from before the change: every old Pod is
+    deleted before the first new one is created (a recreation, not a rolling replacement)."""
     cluster = ctx.create_raycluster("raycluster-recreate")
     cluster.must_be_provisioned()
     old_uids = {p.metadata.uid for p in cluster.pods()}
@@ -25,10 +27,12 @@ def test_recreate_replaces_all_pods_on_template_change(ctx):
     spec = cluster.get()["spec"]
     for template in [spec["headGroupSpec"]["template"]] + [g["template"] for g in spec["workerGroupSpecs"]]:
         template["spec"]["containers"][0]["env"] = [{"name": "CONFORMANCE_REVISION", "value": "2"}]
-    cluster.patch({"spec": {"headGroupSpec": spec["headGroupSpec"], "workerGroupSpecs": spec["workerGroupSpecs"]}})
+    with ctx.watch_pods(cluster.name, None) as pods:
+        cluster.patch({"spec": {"headGroupSpec": spec["headGroupSpec"], "workerGroupSpecs": spec["workerGroupSpecs"]}})
 
-    head = cluster.new_head_must_be_ready(old_head.metadata.uid, ctx.timeouts.long)
-    workers = cluster.workers_must_be_running_and_ready(1, what="the worker to be recreated from the changed template")
+        head = cluster.new_head_must_be_ready(old_head.metadata.uid, ctx.timeouts.long)
+        workers = cluster.workers_must_be_running_and_ready(1, what="the worker to be recreated from the changed template")
+    old_pods_must_go_before_new_ones(pods, old_uids, what="upgradeStrategy Recreate after a template change")
     pods = cluster.pods()
     kept = [p.metadata.name for p in pods if p.metadata.uid in old_uids]
     assert not kept, \

@@ -17,17 +17,30 @@ from .helpers import deploy, greeter, with_reply
 NO_UPGRADE_WINDOW_S = 20
 
 
-@pytest.mark.feature("RayServiceAutoscalerFields")
+AUTOSCALER_FIELDS = ("replicas", "minReplicas", "maxReplicas", "scaleStrategy")
+
+
+def autoscaler_fields(raycluster: dict, group: str) -> dict:
+    """The autoscaler-owned fields of worker group `group` of a RayCluster object."""
+    spec = next(g for g in raycluster["spec"]["workerGroupSpecs"] if g["groupName"] == group)
+    return {k: spec.get(k) for k in AUTOSCALER_FIELDS}
+
+
+@pytest.mark.feature("RayServiceAutoscalerFields", "RayServiceEvents")
 @pytest.mark.samples("rayservice-greeter", "rayservice-greeter-worker-group")
 def test_autoscaler_fields_and_new_worker_group_keep_the_cluster(ctx):
     """Changing only the fields of a RayService's worker group that the autoscaler owns (replicas, minReplicas,
-    maxReplicas, scaleStrategy.workersToDelete) starts no upgrade: no pending RayCluster, the same active one.
-    Appending a worker group updates the running RayCluster in place, again without a new one."""
+    maxReplicas, scaleStrategy.workersToDelete) starts no upgrade: no pending RayCluster, the same active one,
+    whose own values of those fields stay as they were (they are the autoscaler's to change) and which gets no
+    worker Pod from them. Appending a worker group updates the running RayCluster in place, again without a new
+    one, and the RayService records an UpdatedRayCluster event for it."""
     service, obj = deploy(ctx, greeter(ctx, "rayservice-greeter-worker-group"))
     cluster, _ = active_and_pending_clusters(obj)
     spec = obj["spec"]["rayClusterConfig"]
+    running = ctx.raycluster(cluster)
+    kept = autoscaler_fields(running.get(), "small")
 
-    with service.watch() as watch:
+    with service.watch() as watch, running.watch_pods() as workers:
         # step 1: only the autoscaler-owned fields of the worker group change
         group = spec["workerGroupSpecs"][0]
         group.update(replicas=1, minReplicas=1, maxReplicas=3,
@@ -36,6 +49,14 @@ def test_autoscaler_fields_and_new_worker_group_keep_the_cluster(ctx):
         patched = service.patch({"spec": {"rayClusterConfig": spec}})
         service.must_keep_cluster(watch, cluster, patched["metadata"]["generation"], changed_at, NO_UPGRADE_WINDOW_S,
                                   what="changing replicas, minReplicas, maxReplicas and workersToDelete")
+        now = autoscaler_fields(running.get(), "small")
+        assert now == kept, \
+            (f"the autoscaler-owned fields changed in RayService {service.name} must not reach its running "
+             f"RayCluster {cluster}: expected its group small to keep {kept}, observed {now}")
+        workers.must_not_have_failed()
+        assert not workers.created, \
+            (f"changing the autoscaler-owned fields of RayService {service.name} must give its RayCluster no worker "
+             f"Pod; observed {workers.summary()}")
 
         # step 2: a worker group appended at the end goes into the running RayCluster
         extra = copy.deepcopy(group)
@@ -43,9 +64,11 @@ def test_autoscaler_fields_and_new_worker_group_keep_the_cluster(ctx):
         spec["workerGroupSpecs"].append(extra)
         appended_at = watch.clock()
         patched = service.patch({"spec": {"rayClusterConfig": spec}})
-        ctx.raycluster(cluster).must_have_worker_groups(["small", "extra"], ctx.timeouts.medium)
+        running.must_have_worker_groups(["small", "extra"], ctx.timeouts.medium)
         service.must_keep_cluster(watch, cluster, patched["metadata"]["generation"], appended_at, NO_UPGRADE_WINDOW_S,
                                   what="appending a worker group")
+    service.events_must_include(
+        [("Normal", "UpdatedRayCluster", f"Updated the active RayCluster {ctx.namespace}/{cluster}")])
 
 
 @pytest.mark.feature("RayServiceUpgradeStrategyNone")
@@ -144,3 +167,35 @@ def test_serve_config_and_cluster_spec_changed_together(ctx):
     finally:
         held.release()
     held.must_be_gone(after="the upgrade, once the test's finalizer was removed")
+
+
+@pytest.mark.feature("RayServiceUnhealthyThresholdsIgnored")
+@pytest.mark.samples("rayservice-greeter")
+def test_deprecated_unhealthy_thresholds_change_nothing(ctx):
+    """The deprecated serviceUnhealthySecondThreshold and deploymentUnhealthySecondThreshold are accepted, kept as
+    given, and change nothing: set to 1 second, far shorter than the Serve application takes to start, the
+    RayService still comes up on its first RayCluster (watched from its creation: no other is created) and serves;
+    changing them afterwards starts no upgrade."""
+    docs = greeter(ctx)
+    body = next(d for d in docs if d["kind"] == "RayService")
+    body["spec"].update(serviceUnhealthySecondThreshold=1, deploymentUnhealthySecondThreshold=1)
+    with ctx.watch("RayCluster") as clusters:
+        service, obj = deploy(ctx, docs)
+        cluster, _ = active_and_pending_clusters(obj)
+        kept = {k: obj["spec"].get(k) for k in ("serviceUnhealthySecondThreshold", "deploymentUnhealthySecondThreshold")}
+        assert kept == {"serviceUnhealthySecondThreshold": 1, "deploymentUnhealthySecondThreshold": 1}, \
+            f"RayService {service.name} must keep both thresholds as given (1); observed {kept}"
+        service.serve_service_must_answer()
+
+        # step 2: changing them starts no upgrade
+        with service.watch() as watch:
+            changed_at = watch.clock()
+            patched = service.patch({"spec": {"serviceUnhealthySecondThreshold": 2,
+                                              "deploymentUnhealthySecondThreshold": 2}})
+            service.must_keep_cluster(watch, cluster, patched["metadata"]["generation"], changed_at,
+                                      NO_UPGRADE_WINDOW_S, what="changing both deprecated thresholds")
+    clusters.must_not_have_failed()
+    made = sorted({v.name for v in clusters.snapshot() if v.type in ("ADDED", "LISTED")})
+    assert made == [cluster], \
+        (f"with 1 s unhealthy thresholds RayService {service.name} must come up on its first RayCluster and keep it; "
+         f"observed RayClusters {made} created")

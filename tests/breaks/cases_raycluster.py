@@ -8,6 +8,12 @@ CASES = [
     # an operator that reports RayClusterProvisioned as soon as the head is ready, before the workers are
     Case("head_and_workers_provisioned", r"Running\+Ready worker", patch="raycluster-provisioned-before-workers"),
     Case("suspend_and_resume", "RayClusterProvisioned=True", gates={"RayClusterStatusConditions": False}),
+    # status.state turns ready as soon as the head Pod is ready, before the workers (and RayClusterProvisioned)
+    Case("head_and_workers_provisioned", "must report state ready only once RayClusterProvisioned is True",
+         patch="raycluster-state-ready-with-the-head"),
+    # RayClusterSuspended reported once every Pod is marked for deletion, while they are still stopping
+    Case("suspend_and_resume", "RayClusterSuspended=True only once its Pods have stopped",
+         patch="raycluster-suspended-while-pods-stop"),
     Case("manual_scale_up_and_down", "scale up to 2", saboteur=stop_operator_when(provisioned)),
     Case("delete_cleans_redis_and_removes_cluster", "DBSIZE|must carry the finalizer", env={"ENABLE_GCS_FT_REDIS_CLEANUP": "false"}),
     Case("detached_actor_survives_head_pod_deletion", "keep its state",
@@ -41,6 +47,10 @@ CASES = [
     # every worker group gets one Pod more than its replicas
     Case("scaling_creates_no_redundant_pods", "expected at most 6 live worker Pods",
          patch="raycluster-one-worker-too-many"),
+    # a worker Pod held in Terminating counts as gone for the scale expectation but as a replica for the count: the
+    # operator deletes the other worker as well
+    Case("scaling_down_deletes_one_worker_while_it_lingers", "must mark exactly one worker for deletion",
+         patch="raycluster-lingering-pod-counted-as-replica"),
     # workersToDelete deletes another worker of the group instead of the named one
     Case("workers_to_delete_removes_exactly_the_named_pod", r"workersToDelete=\[.*\] with replicas 2 to delete exactly",
          patch="raycluster-delete-wrong-worker"),

@@ -87,6 +87,15 @@ CASES = [
          patch="rayservice-skips-metadata-validation"),
     # The operator counts worker-group replicas in the cluster hash: a replicas change needs a new cluster.
     Case("autoscaler_fields_and_new_worker_group_keep_the_cluster", "must not start an upgrade",
+    # The operator writes the RayService's autoscaler-owned values into the running RayCluster (no new cluster).
+    Case("autoscaler_fields_and_new_worker_group_keep_the_cluster", "must not reach its running RayCluster",
+         patch="rayservice-pushes-autoscaler-fields"),
+    # The CRD no longer has the deprecated thresholds: the API server prunes them.
+    Case("deprecated_unhealthy_thresholds_change_nothing", "must keep both thresholds as given",
+         patch="rayservice-crd-drops-unhealthy-thresholds"),
+    # The operator updates the active RayCluster in place without recording it.
+    Case("autoscaler_fields_and_new_worker_group_keep_the_cluster", "UpdatedRayCluster",
+         patch="rayservice-cluster-update-unrecorded"),
          patch="rayservice-replicas-change-upgrades"),
     # The operator treats upgradeStrategy None as NewCluster.
     Case("upgrade_strategy_none_keeps_the_cluster", "must not start an upgrade", patch="rayservice-none-still-upgrades"),
