@@ -1,4 +1,5 @@
-"""A fake device plugin: N always-present devices of one extended resource, served over the v1beta1 API.
+"""A fake device plugin: N always-present devices of one extended resource (any `<domain>/<name>`: nvidia.com/gpu,
+google.com/tpu, ...), served over the v1beta1 API.
 
 It serves `DevicePlugin` on its own socket in the plugin directory and registers with the kubelet's
 `Registration` socket. A watcher re-registers whenever the kubelet socket is replaced (a kubelet restart) and
@@ -16,16 +17,12 @@ from pathlib import Path
 import grpc
 
 from . import api
+from .resources import check_resource, endpoint_for, env_for, id_prefix_for
 
 log = logging.getLogger("deviceplugin")
 
 REGISTER_TIMEOUT_SECONDS = 5
 RETRY_SECONDS = 5
-
-
-def endpoint_for(resource: str) -> str:
-    """The plugin's socket file name: `nvidia.com/gpu` -> `fake-nvidia.com-gpu.sock`."""
-    return "fake-" + resource.replace("/", "-") + ".sock"
 
 
 def _identity(path: Path):
@@ -38,16 +35,20 @@ def _identity(path: Path):
 
 
 class FakeDevicePlugin:
-    """Devices `GPU-fake-<node>-<i>`; Allocate exports them as `NVIDIA_VISIBLE_DEVICES`."""
+    """Devices `<prefix>-fake-<node>-<i>` (for nvidia.com/gpu `GPU-fake-<node>-<i>`); Allocate exports a
+    container's IDs in `env` (for nvidia.com/gpu NVIDIA_VISIBLE_DEVICES; `env_for`)."""
 
     def __init__(self, resource: str, count: int, node: str, plugin_dir, kubelet_socket=None,
-                 endpoint: str | None = None, poll_seconds: float = 1.0):
-        self.resource, self.node, self.poll_seconds = resource, node, poll_seconds
+                 endpoint: str | None = None, poll_seconds: float = 1.0, env: str | None = None,
+                 id_prefix: str | None = None):
+        self.resource, self.node, self.poll_seconds = check_resource(resource), node, poll_seconds
+        self.env = env or env_for(resource)
+        prefix = id_prefix or id_prefix_for(resource)
         self.plugin_dir = Path(plugin_dir)
         self.kubelet_socket = Path(kubelet_socket or self.plugin_dir / api.KUBELET_SOCKET)
         self.endpoint = endpoint or endpoint_for(resource)
         self.socket = self.plugin_dir / self.endpoint
-        self.health = {f"GPU-fake-{node}-{i}": api.HEALTHY for i in range(count)}
+        self.health = {f"{prefix}-fake-{node}-{i}": api.HEALTHY for i in range(count)}
         self.error: Exception | None = None  # what stopped the watcher, if not stop()
         self._changed = threading.Condition()
         self._version = 0  # bumped when device health changes
@@ -179,7 +180,7 @@ class FakeDevicePlugin:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                               f"unknown {self.resource} device(s) {', '.join(unknown)} on node {self.node}")
             responses.append(api.msg.ContainerAllocateResponse(
-                envs={"NVIDIA_VISIBLE_DEVICES": ",".join(r.devices_ids)}))
+                envs={self.env: ",".join(r.devices_ids)}))
         return api.msg.AllocateResponse(container_responses=responses)
 
     def PreStartContainer(self, request, context):

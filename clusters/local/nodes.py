@@ -1,10 +1,10 @@
 """Node side of the local test bed: the node agent process (all Nodes of a definition) and its cleanup.
 
-`start` launches the agent and waits until every Node is Ready and schedulable, and every GPU node shows its
-`nvidia.com/gpu` (the agent runs a fake device plugin per GPU node, see `nodeagent/devices.py`). `stop` stops it
-(SIGTERM: the agent kills every Pod, removes every sandbox and stops the device plugins), stops device plugins a
-crashed agent left, then sweeps anything of ours that is still on the host, without relying on the state dir (a
-crashed run may have lost it): processes carrying the Pod marker env var, agent and device-plugin processes,
+`start` launches the agent and waits until every Node is Ready and schedulable, and every node with devices shows
+them (`nvidia.com/gpu`, ...: the agent runs a fake device plugin per node and resource, see `nodeagent/devices.py`).
+`stop` stops it (SIGTERM: the agent kills every Pod, removes every sandbox and stops the device plugins), stops
+device plugins a crashed agent left, then sweeps anything of ours that is still on the host, without relying on
+the state dir (a crashed run may have lost it): processes carrying the Pod marker env var, agent and device-plugin processes,
 `rc-*` network namespaces, `rcv*`/`rcbr*` links, mounts under the state root or /run/netns, device-plugin
 sockets under the state root, and directories the agent had to create on the host for mount targets.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from . import procs
 from .section import LocalSection
 from .nodeagent.agent import HOST_PATHS_REGISTRY
-from .nodeagent.devices import GPU, PLUGIN_DIRS, PLUGIN_MODULE, PLUGIN_PROCESS
+from .nodeagent.devices import PLUGIN_DIRS, PLUGIN_MODULE, PLUGIN_PROCESS
 from .nodeagent.sandbox import BRIDGE_PREFIX, MARKER, NETNS_PREFIX, VETH_PREFIX
 from .paths import STATE_ROOT
 
@@ -46,7 +46,7 @@ def wait_ready(defn: LocalSection, state: Path, timeout: float = 120.0) -> None:
     from .nodeagent.kube import Kube
     kube = Kube(state / "admin.kubeconfig")
     want = {n.name for n in defn.nodes}
-    gpus = {n.name: n.gpus for n in defn.nodes if n.gpus}
+    devices = {n.name: n.devices for n in defn.nodes if n.devices}
 
     def probe():
         try:
@@ -58,13 +58,14 @@ def wait_ready(defn: LocalSection, state: Path, timeout: float = 120.0) -> None:
             conds = {c["type"]: c["status"] for c in n.get("status", {}).get("conditions") or []}
             taints = [t["key"] for t in n.get("spec", {}).get("taints") or []]
             name = n["metadata"]["name"]
-            shown = int((n.get("status", {}).get("allocatable") or {}).get(GPU, 0))
+            shown = n.get("status", {}).get("allocatable") or {}
             if conds.get("Ready") == "True" and "node.kubernetes.io/not-ready" not in taints \
-                    and shown >= gpus.get(name, 0):
+                    and all(int(shown.get(r, 0)) >= c for r, c in devices.get(name, {}).items()):
                 ready.add(name)
         last = f"ready: {sorted(ready)}, waiting for {sorted(want - ready)}"
-        if gpus.keys() & (want - ready):
-            last += f" (GPU nodes wait for {GPU} from their device plugin; see {state}/logs/{PLUGIN_PROCESS}-*.log)"
+        if devices.keys() & (want - ready):
+            last += (f" (nodes with devices wait for them from their device plugins; see "
+                     f"{state}/logs/{PLUGIN_PROCESS}-*.log)")
         return want <= ready, last
 
     procs.wait_started(state, AGENT, probe, timeout, 0.25, NodesError, "Nodes not Ready")

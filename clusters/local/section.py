@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from .. import definition
 from ..definition import SectionError
+from ..deviceplugin.resources import GPU, check_resource
 
 KNOWN_RUNTIMES = ("host", "kuberay", "ray", "tool")
 
@@ -24,6 +25,7 @@ class ImageRule:
     runtime: str  # ray | host | kuberay | tool
     entrypoint: tuple[str, ...] = ()
     tool: str = ""  # runtime tool: the tool-cache component whose <tool>-<image tag>/bin goes on PATH
+    binary: str = ""  # runtime kuberay: the build's binary (in kuberay-<tag>/bin) the entrypoint runs; "" = ray-operator
     env: tuple[tuple[str, str], ...] = ()  # like the image's ENV: defaults the container's env overrides
     working_dir: str = ""  # the image's WORKDIR (a Pod's workingDir wins); "" = the runtime's default
     volumes: tuple[str, ...] = ()  # the image's VOLUMEs: a fresh empty directory per container run
@@ -39,7 +41,11 @@ class NodeDef:
     index: int  # 1-based; node i owns podCIDR 10.244.<i>.0/24
     capacity: dict
     labels: dict = field(default_factory=dict)
-    gpus: int = 0
+    devices: dict = field(default_factory=dict)  # extended resource -> fake devices its device plugin serves
+
+    @property
+    def gpus(self) -> int:
+        return self.devices.get(GPU, 0)
 
 
 @definition.register("local")
@@ -59,6 +65,11 @@ class LocalSection:
     @property
     def has_gpus(self) -> bool:
         return any(n.gpus for n in self.nodes)
+
+    @property
+    def device_resources(self) -> tuple[str, ...]:
+        """Every extended resource some node's fake device plugin serves."""
+        return tuple(sorted({r for n in self.nodes for r in n.devices}))
 
     def node_pod_cidr(self, node: NodeDef) -> str:
         net = ipaddress.ip_network(self.pod_cidr)
@@ -102,25 +113,39 @@ def listing(value, key: str) -> list:
 
 def parse_node(n, i: int) -> NodeDef:
     key = f"nodes[{i}]"
-    n = mapping(n, key, ("name", "capacity", "labels", "gpus"))
+    n = mapping(n, key, ("name", "capacity", "labels", "gpus", "devices"))
     if not n.get("name"):
         raise SectionError(f"{key}.name", "missing: every node needs a name")
-    try:
-        gpus = int(n.get("gpus") or 0)
-    except (TypeError, ValueError):
-        raise SectionError(f"{key}.gpus", f"must be a whole number, got '{n.get('gpus')}'") from None
+    given = mapping(n.get("devices"), f"{key}.devices")
+    if "gpus" in n and GPU in given:
+        raise SectionError(f"{key}.gpus", f"given twice: gpus is short for devices.{GPU}")
+    devices = {}
+    for resource, raw in {**({GPU: n["gpus"]} if "gpus" in n else {}), **given}.items():
+        where = f"{key}.gpus" if resource == GPU and "gpus" in n else f"{key}.devices.{resource}"
+        try:
+            check_resource(str(resource))
+        except ValueError as e:
+            raise SectionError(where, str(e)) from None
+        try:
+            count = int(raw or 0)
+        except (TypeError, ValueError):
+            count = -1
+        if count < 0:
+            raise SectionError(where, f"must be a whole number, got '{raw}'")
+        if count:
+            devices[str(resource)] = count
     return NodeDef(name=str(n["name"]), index=i + 1, capacity=dict(mapping(n.get("capacity"), f"{key}.capacity")),
-                   labels=dict(mapping(n.get("labels"), f"{key}.labels")), gpus=gpus)
+                   labels=dict(mapping(n.get("labels"), f"{key}.labels")), devices=devices)
 
 
 def parse_rule(r, key: str) -> ImageRule:
-    r = mapping(r, key, ("match", "runtime", "entrypoint", "tool", "env", "workingDir", "volumes", "user"))
+    r = mapping(r, key, ("match", "runtime", "entrypoint", "tool", "binary", "env", "workingDir", "volumes", "user"))
     for required in ("match", "runtime"):
         if not r.get(required):
             raise SectionError(f"{key}.{required}", "missing: every image rule needs a match and a runtime")
     rule = ImageRule(match=str(r["match"]), runtime=str(r["runtime"]),
                      entrypoint=tuple(str(a) for a in listing(r.get("entrypoint"), f"{key}.entrypoint")),
-                     tool=str(r.get("tool") or ""),
+                     tool=str(r.get("tool") or ""), binary=str(r.get("binary") or ""),
                      env=tuple((str(k), str(v)) for k, v in mapping(r.get("env"), f"{key}.env").items()),
                      working_dir=str(r.get("workingDir") or ""),
                      volumes=tuple(str(v) for v in listing(r.get("volumes"), f"{key}.volumes")),
@@ -129,6 +154,9 @@ def parse_rule(r, key: str) -> ImageRule:
         raise SectionError(f"{key}.runtime", f"unknown runtime '{rule.runtime}' (known: {', '.join(KNOWN_RUNTIMES)})")
     if rule.runtime == "tool" and not rule.tool:
         raise SectionError(f"{key}.tool", f"rule '{rule.match}' has runtime 'tool' but no tool (a cache component)")
+    if rule.binary and (rule.runtime != "kuberay" or not re.fullmatch(r"[\w.-]+", rule.binary)):
+        raise SectionError(f"{key}.binary", f"rule '{rule.match}': binary is a file name in a KubeRay build's bin/ "
+                                            f"(runtime kuberay only), got '{rule.binary}'")
     for d in ((rule.working_dir,) if rule.working_dir else ()) + rule.volumes:
         if not d.startswith("/"):
             raise SectionError(f"{key}.{'workingDir' if d == rule.working_dir else 'volumes'}",

@@ -33,6 +33,11 @@ def test_sections_are_registered_by_their_providers_modules():
     assert isinstance(definition.load("kind-gpu").section, KindSection)
     assert definition.load("local-gpu").has_gpus and definition.load("kind-gpu").has_gpus
     assert not definition.load("local-cpu").has_gpus
+    tpu = definition.load("local-tpu").section
+    assert not tpu.has_gpus and tpu.device_resources == ("google.com/tpu",)
+    assert [n.devices for n in tpu.nodes] == [{}, {"google.com/tpu": 4}, {"google.com/tpu": 4}]
+    gpu = definition.load("local-gpu").section.nodes[1]
+    assert gpu.gpus == 4 and gpu.devices == {"nvidia.com/gpu": 4, "google.com/tpu": 4}  # gpus: 4, the shorthand
     assert definition.section_class("existing") is None  # takes no definition keys
     source = inspect.getsource(definition)
     for provider_word in ('"local"', '"kindCluster"', '"nodes"', '"images"', '"network"', "provider =="):
@@ -55,6 +60,12 @@ def local_doc(**changes):
     (local_doc(images=[{"match": "x:*", "runtime": "host", "user": "ray"}]), "images[0].user", "must be numeric"),
     (local_doc(nodes=[{"name": "a"}, {"capacity": {}}]), "nodes[1].name", "missing"),
     (local_doc(nodes=[{"name": "a", "gpus": "many"}]), "nodes[0].gpus", "must be a whole number, got 'many'"),
+    (local_doc(nodes=[{"name": "a", "devices": {"google.com/tpu": "4x"}}]), "nodes[0].devices.google.com/tpu",
+     "must be a whole number, got '4x'"),
+    (local_doc(nodes=[{"name": "a", "devices": {"tpu": 4}}]), "nodes[0].devices.tpu",
+     "'tpu' is not an extended resource name"),
+    (local_doc(nodes=[{"name": "a", "gpus": 1, "devices": {"nvidia.com/gpu": 2}}]), "nodes[0].gpus",
+     "given twice: gpus is short for devices.nvidia.com/gpu"),
     (local_doc(network={"podCIDR": "ten"}), "network.podCIDR", "not a CIDR"),
     (local_doc(nodes=[]), "nodes", "at least one node"),
     (local_doc(network={"podCidr": "10.1.0.0/16"}), "network.podCidr", "unknown key; allowed keys: hostAddress"),

@@ -239,3 +239,51 @@ def test_stop_is_prompt_while_a_registered_plugin_never_answers(plugin_dir):
     started = time.monotonic()
     m.stop()
     assert time.monotonic() - started < 2
+
+
+TPU = "google.com/tpu"
+
+
+def test_any_extended_resource_is_served_beside_the_gpus(plugin_dir, plugins, managers):
+    """A plugin for google.com/tpu registers next to the GPU plugin on the same node: each resource has its own
+    socket, devices (TPU-fake-<node>-<i>), capacity and allocations, and a container's TPUs come in
+    TPU_VISIBLE_DEVICES."""
+    m = managers()
+    plugins(count=2)
+    plugins(argv=plugin_command("n1", 4, plugin_dir, resource=TPU, poll_seconds=0.05))
+    wait_until(lambda: m.capacity() == {GPU: 2, TPU: 4}, what="2 GPUs and 4 TPUs")
+    assert list(m.devices(TPU)) == [f"TPU-fake-n1-{i}" for i in range(4)]
+    assert all((plugin_dir / f"fake-{r.replace('/', '-')}.sock").is_socket() for r in (GPU, TPU))
+    tpus = m.allocate("pod-a", "worker", TPU, 4)
+    assert set(tpus) == {"TPU_VISIBLE_DEVICES"}
+    assert sorted(tpus["TPU_VISIBLE_DEVICES"].split(",")) == list(m.devices(TPU))
+    with pytest.raises(AllocationError, match=r"unavailable for google.com/tpu. Requested: 1, Available: 0"):
+        m.allocate("pod-b", "worker", TPU, 1)
+    assert len(visible(m.allocate("pod-b", "worker", GPU, 2))) == 2  # the TPUs taken leave the GPUs free
+    assert m.allocated("pod-a") == {"worker": {TPU: tpus["TPU_VISIBLE_DEVICES"].split(",")}}
+
+
+def test_the_env_and_id_prefix_can_be_set(plugin_dir, plugins, managers):
+    m = managers()
+    plugins(argv=plugin_command("n1", 2, plugin_dir, resource="example.com/fpga", poll_seconds=0.05)
+            + ["--env", "FPGA_IDS", "--id-prefix", "board"])
+    wait_until(lambda: m.capacity() == {"example.com/fpga": 2}, what="2 FPGAs")
+    assert m.allocate("pod", "c", "example.com/fpga", 2) == {"FPGA_IDS": "board-fake-n1-0,board-fake-n1-1"}
+
+
+@pytest.mark.parametrize("resource", ["cpu", "memory", "kubernetes.io/gpu", "example.com/", "google.com/tpu/x"])
+def test_a_name_that_is_no_extended_resource_is_refused(plugin_dir, resource):
+    r = subprocess.run(plugin_command("n1", 1, plugin_dir, resource=resource), cwd=REPO, capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2 and "is not an extended resource name" in r.stderr, r.stderr
+    with pytest.raises(ValueError, match="not an extended resource name"):
+        FakeDevicePlugin(resource, 1, "n1", plugin_dir)
+
+
+def test_names_derived_from_the_resource():
+    from rayconformance.clusters.deviceplugin.resources import endpoint_for, env_for, id_prefix_for
+
+    assert [(env_for(r), id_prefix_for(r), endpoint_for(r)) for r in (GPU, TPU, "example.com/foo-bar")] == [
+        ("NVIDIA_VISIBLE_DEVICES", "GPU", "fake-nvidia.com-gpu.sock"),
+        ("TPU_VISIBLE_DEVICES", "TPU", "fake-google.com-tpu.sock"),
+        ("FOO_BAR_VISIBLE_DEVICES", "FOO-BAR", "fake-example.com-foo-bar.sock")]

@@ -154,11 +154,11 @@ def test_gpus_come_from_the_fake_device_plugin(gpu_state):
     defn = section.load("local-gpu")
     changed = []
     g = devices.PluginDevices(defn, gpu_state, on_change=changed.append, restart_backoff=0.5)
-    assert g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 0} and g.capacity("rc-node-1") == {}
+    assert g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 0, "google.com/tpu": 0} and g.capacity("rc-node-1") == {}
     g.start()
     try:
         assert g.wait_registered(20) == []
-        wait_until(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="4 GPUs from the plugin")
+        wait_until(lambda: g.capacity("rc-gpu-1")["nvidia.com/gpu"] == 4, what="4 GPUs from the plugin")
         assert "rc-gpu-1" in changed
         pid = g.plugin_pid("rc-gpu-1")
         assert pid and (gpu_state / "device-plugins" / "rc-gpu-1" / "kubelet.sock").is_socket()
@@ -181,8 +181,8 @@ def test_gpus_come_from_the_fake_device_plugin(gpu_state):
 
         # the plugin dies: no healthy devices; it is started again and registers again
         procs.stop_pid(pid, grace=5)
-        wait_until(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 0}, what="capacity 0 without the plugin")
-        wait_until(lambda: g.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="the restarted plugin's 4 GPUs")
+        wait_until(lambda: g.capacity("rc-gpu-1")["nvidia.com/gpu"] == 0, what="capacity 0 without the plugin")
+        wait_until(lambda: g.capacity("rc-gpu-1")["nvidia.com/gpu"] == 4, what="the restarted plugin's 4 GPUs")
         assert g.plugin_pid("rc-gpu-1") not in (None, pid)
     except BaseException:
         g.stop()
@@ -198,7 +198,7 @@ def test_gpus_come_from_the_fake_device_plugin(gpu_state):
     g2.start()
     try:
         assert g2.plugin_pid("rc-gpu-1") == pid
-        wait_until(lambda: g2.capacity("rc-gpu-1") == {"nvidia.com/gpu": 4}, what="the adopted plugin to register")
+        wait_until(lambda: g2.capacity("rc-gpu-1")["nvidia.com/gpu"] == 4, what="the adopted plugin to register")
         with pytest.raises(devices.AdmissionError):
             g2.allocate("rc-gpu-1", "pod4", "c", 3)
         assert set(ids(g2.allocate("rc-gpu-1", "pod4", "c", 2))) == set(b)
@@ -206,6 +206,47 @@ def test_gpus_come_from_the_fake_device_plugin(gpu_state):
         g2.stop()
     assert not procs.alive(pid)
     assert [p.name for p in (gpu_state / "device-plugins" / "rc-gpu-1").iterdir() if p.is_socket()] == []
+
+
+def test_tpu_nodes_get_their_own_plugins_and_pods_any_resource(gpu_state):
+    """A definition whose nodes serve google.com/tpu (local-tpu) and, on one node, nvidia.com/gpu too: one plugin
+    process per node and resource, each node's capacity lists its own resources, and allocation is per resource."""
+    import dataclasses
+
+    from rayconformance.clusters.local import procs, section
+    defn = section.load("local-tpu")
+    nodes = tuple(dataclasses.replace(n, devices={**n.devices, "nvidia.com/gpu": 1}) if n.name == "rc-tpu-2" else n
+                  for n in defn.nodes)
+    defn = dataclasses.replace(defn, nodes=nodes)
+    g = devices.PluginDevices(defn, gpu_state, restart_backoff=0.5)
+    assert g.resources == ("google.com/tpu", "nvidia.com/gpu")
+    assert g.capacity("rc-tpu-2") == {"google.com/tpu": 0, "nvidia.com/gpu": 0} and g.capacity("rc-node-1") == {}
+    g.start()
+    try:
+        assert g.wait_registered(20) == []
+        wait_until(lambda: g.capacity("rc-tpu-1") == {"google.com/tpu": 4}
+                   and g.capacity("rc-tpu-2") == {"google.com/tpu": 4, "nvidia.com/gpu": 1}, what="every plugin")
+        pids = {(n, r): g.plugin_pid(n, r) for n, r in g.plugins}
+        assert len(set(pids.values())) == 3 and None not in pids.values()
+        assert (gpu_state / "pids" / "deviceplugin-rc-tpu-1-google.com-tpu.pid").exists()
+        chips = g.allocate("rc-tpu-1", "pod1", "c", 4, "google.com/tpu")["TPU_VISIBLE_DEVICES"].split(",")
+        assert sorted(chips) == [f"TPU-fake-rc-tpu-1-{i}" for i in range(4)]
+        with pytest.raises(devices.AdmissionError, match="Requested: 1, Available: 0"):
+            g.allocate("rc-tpu-1", "pod2", "c", 1, "google.com/tpu")
+        assert g.allocate("rc-tpu-2", "pod2", "c", 1, "nvidia.com/gpu") == {
+            "NVIDIA_VISIBLE_DEVICES": "GPU-fake-rc-tpu-2-0"}
+        with pytest.raises(devices.AdmissionError, match="no device plugin for google.com/tpu on node rc-node-1"):
+            g.allocate("rc-node-1", "pod3", "c", 1, "google.com/tpu")
+
+        # one plugin dies: only its resource drops to 0, and it is started again
+        procs.stop_pid(pids["rc-tpu-2", "google.com/tpu"], grace=5)
+        wait_until(lambda: g.capacity("rc-tpu-2") == {"google.com/tpu": 0, "nvidia.com/gpu": 1},
+                   what="the TPU plugin's chips gone, the GPU kept")
+        wait_until(lambda: g.capacity("rc-tpu-2") == {"google.com/tpu": 4, "nvidia.com/gpu": 1},
+                   what="the restarted TPU plugin")
+    finally:
+        g.stop()
+    assert not any(procs.alive(p) for p in pids.values())
 
 
 def test_image_rules_and_on_demand_ray_venv(tmp_path, monkeypatch):

@@ -207,9 +207,10 @@ class PodWorker(ContainerRuntime, Termination, ProberManager, StatusManager):
         src = self.agent.devices
         try:
             for c in self.ctrs.values():
-                n = devices.requested(self.spec_of(c.name), src.resource)
-                if n:
-                    c.devices = src.allocate(self.node.name, self.uid, c.name, n)
+                for resource in src.resources:
+                    n = devices.requested(self.spec_of(c.name), resource)
+                    if n:
+                        c.devices = {**c.devices, **src.allocate(self.node.name, self.uid, c.name, n, resource)}
         except devices.AdmissionError as e:
             src.release(self.uid)
             for c in self.ctrs.values():
