@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import copy
 import os
 import re
 import shutil
@@ -45,12 +44,13 @@ from pathlib import Path
 from kubernetes import client
 
 from rayconformance.fixtures import kube, namespaces, profiles, providers
+from rayconformance.fixtures.kuberay_samples import (RAY_KINDS, SamplesNotFound, apply, classify,
+                                                     remove_ray_resources, samples_dir, unserved)
 from rayconformance.fixtures.operator import installer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from upstream.goals import RUN_ID, cause, never_reaches, ray_call, reached  # noqa: E402
-from upstream.plan import (RAY_KINDS, classify, documented_secrets, images_to_load, named_images,  # noqa: E402
-                           samples_dir, unserved)
+from upstream.goals import RUN_ID, cause, never_reaches, reached  # noqa: E402
+from upstream.plan import images_to_load, named_images  # noqa: E402
 
 KIND_CLUSTER = "kind-cpu-open"  # on a 2-core machine kind-cpu's one worker leaves no room for most samples
 
@@ -61,19 +61,12 @@ def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool,
     ns = namespaces.create(core, "sample-" + re.sub(r"[^a-z0-9]+", "-", path.stem.lower())[:30], RUN_ID)
     dyn = dynamic.DynamicClient(api)
     t0 = time.monotonic()
-    objs = copy.deepcopy(objs)
+    made = objs  # what teardown takes away: the objects as created, once they are
     try:
-        for name, data in documented_secrets(path.read_text()).items():
-            core.create_namespaced_secret(ns, client.V1Secret(metadata=client.V1ObjectMeta(name=name),
-                                                              string_data=data))
-        for o in objs:
-            res = dyn.resources.get(api_version=o["apiVersion"], kind=o["kind"])
-            try:
-                made = res.create(body=o, namespace=ns if res.namespaced else None)
-                o["metadata"]["name"] = made.metadata.name  # a generateName sample gets its name here
-            except Exception as e:  # noqa: BLE001 - a create error is the sample's failure
-                if getattr(e, "status", None) != 409:
-                    return False, f"creating {o['kind']} {o['metadata'].get('name')}: {str(e).splitlines()[0][:300]}", 0
+        try:
+            objs = made = apply(api, ns, path, objs)
+        except client.ApiException as e:  # a create error is the sample's failure
+            return False, f"creating the sample's objects: {str(e).splitlines()[0][:300]}", 0
         ray_objs = [o for o in objs if o["kind"] in RAY_KINDS]
         while True:
             results = [reached(api, ns, o) for o in ray_objs]
@@ -86,41 +79,17 @@ def run_sample(api, path: Path, objs: list[dict], timeout: float) -> tuple[bool,
                 return False, f"{why}: " + cause(api, ns, statuses), time.monotonic() - t0
             time.sleep(3)
     finally:
-        teardown(api, dyn, ns, objs)
+        teardown(api, dyn, ns, made)
 
 
 RAY_GONE_SECONDS = 180.0
 
 
 def teardown(api, dyn, ns: str, objs: list[dict]) -> None:
-    """As a user would: the Ray resources first, while what they use (e.g. Redis) still runs, so the operator's
-    finalizers (the GCS fault-tolerance Redis cleanup Job, which cannot be created in a namespace being
-    deleted) can finish; then the namespace and the sample's cluster-scoped objects. Finalizers the operator
-    still holds after RAY_GONE_SECONDS are removed, with a line saying so."""
-    co = client.CustomObjectsApi(api)
-    ray = [o for o in objs if o["kind"] in RAY_KINDS and o["metadata"].get("name")]  # created ones
-
-    def unless_gone(verb: str, o: dict, *body):
-        try:
-            return ray_call(co, verb, ns, o, *body)
-        except client.ApiException as e:
-            if e.status != 404:
-                raise
-            return None
-
-    def left() -> list[dict]:
-        return [got for o in ray if (got := unless_gone("get", o)) is not None]
-
-    for o in ray:
-        unless_gone("delete", o)
-    deadline = time.monotonic() + RAY_GONE_SECONDS
-    while (held := left()) and time.monotonic() < deadline:
-        time.sleep(2)
-    for o in held:
-        meta = o["metadata"]
-        print(f"  note: {o['kind']} {ns}/{meta['name']} still held {meta.get('finalizers')} after "
-              f"{RAY_GONE_SECONDS:.0f}s; finalizers removed", flush=True)
-        unless_gone("patch", o, {"metadata": {"finalizers": None}})
+    """The Ray resources first (`remove_ray_resources`: finalizers still held after RAY_GONE_SECONDS are removed,
+    with a line saying so), then the namespace and the sample's cluster-scoped objects."""
+    for line in remove_ray_resources(api, ns, objs, RAY_GONE_SECONDS):
+        print(f"  note: {line}", flush=True)
     for o in objs:  # cluster-scoped objects of the sample (e.g. ClusterRoles) go too
         try:
             res = dyn.resources.get(api_version=o["apiVersion"], kind=o["kind"])
@@ -144,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     profile = profiles.load(a.operator_profile)
     version = profile.implementation["version"]
-    sdir = samples_dir(version)
+    try:
+        sdir = samples_dir(version)
+    except SamplesNotFound as e:
+        raise SystemExit(f"bench: {e}") from None
     plan = []
     for path in sorted(sdir.glob("*.yaml")):
         if a.only and not any(s in path.name for s in a.only):

@@ -6,16 +6,9 @@ from __future__ import annotations
 from kubernetes import client
 
 from rayconformance.fixtures import namespaces
-
-from .plan import RAY_KINDS
+from rayconformance.fixtures.kuberay_samples import ray_call
 
 RUN_ID = "bench"  # the run label of the samples' namespaces
-
-
-def ray_call(co, verb: str, ns: str, obj: dict, *body):
-    """One CustomObjectsApi namespaced call (get, delete, patch) on a sample's Ray resource."""
-    return getattr(co, f"{verb}_namespaced_custom_object")("ray.io", obj["apiVersion"].split("/")[1], ns,
-                                                           RAY_KINDS[obj["kind"]], obj["metadata"]["name"], *body)
 
 
 def _status(api, ns: str, obj: dict) -> dict:

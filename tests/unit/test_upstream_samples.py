@@ -1,5 +1,6 @@
-"""bench/upstream_samples.py and its parts (bench/upstream/): which KubeRay samples it runs or skips, the setup
-their comments ask for, when a sample has reached its goal or never can, and its teardown."""
+"""bench/upstream_samples.py, its parts (bench/upstream/) and what it shares with the conformance tests of KubeRay's
+samples (fixtures/kuberay_samples.py): which samples run or are skipped, the setup their comments ask for, when a
+sample has reached its goal or never can, and its teardown."""
 from __future__ import annotations
 
 import importlib.util
@@ -20,8 +21,9 @@ def samples():
 
 
 @pytest.fixture(scope="module")
-def plan(samples):
-    return importlib.import_module("upstream.plan")
+def plan():
+    """Where the samples are and which of them run (shared with the conformance tests)."""
+    return importlib.import_module("rayconformance.fixtures.kuberay_samples")
 
 
 @pytest.fixture(scope="module")
@@ -299,3 +301,36 @@ def test_a_rayjob_selecting_the_samples_own_cluster_waits_for_it(goals):
     events = FakeEvents([("j", "RayClusterNotFound")])
     assert goals._selects_a_cluster_never_made(events, "s", [own, selecting_job("mine")]) is None
     assert events.selectors == []
+
+
+def test_a_profile_built_from_source_reads_the_samples_of_its_tree(plan, tmp_path):
+    samples = tmp_path / "ray-operator" / "config" / "samples"
+    samples.mkdir(parents=True)
+    (tmp_path / "ray-operator" / "go.mod").write_text("module github.com/ray-project/kuberay/ray-operator\n")
+    assert plan.samples_dir("v1.7.0", tmp_path) == samples
+
+
+def test_a_release_without_its_samples_says_how_to_get_them(plan, monkeypatch, tmp_path):
+    monkeypatch.setattr(plan, "CACHE", tmp_path)
+    monkeypatch.setenv("GOMODCACHE", str(tmp_path / "gomod"))
+    with pytest.raises(plan.SamplesNotFound, match=r"build-tools.sh kuberay@v0.0.0"):
+        plan.samples_dir("v0.0.0")
+
+
+class Options:
+    def __init__(self, version, tree=None):
+        self.profile = type("Profile", (), {"implementation": {"version": version}})()
+        self.operator_tree = tree
+
+
+def test_a_test_skips_a_sample_whose_release_copy_needs_egress_and_fails_on_a_missing_one(plan, tmp_path,
+                                                                                          monkeypatch):
+    monkeypatch.setattr(plan, "samples_dir", lambda version, tree=None: tmp_path)
+    (tmp_path / "ray-job.sample.yaml").write_text(RAYCLUSTER % "          args: ['pip install torch']")
+    with pytest.raises(pytest.skip.Exception, match=r"KubeRay v1.6.1's ray-job.sample.yaml: needs internet egress"):
+        plan.for_test(Options("v1.6.1"), "ray-job.sample.yaml")
+    with pytest.raises(pytest.fail.Exception, match=r"KubeRay v1.6.1 ships no sample ray-cluster.tls.yaml"):
+        plan.for_test(Options("v1.6.1"), "ray-cluster.tls.yaml")
+    (tmp_path / "ray-cluster.sample.yaml").write_text(RAYCLUSTER % "")
+    path, objs = plan.for_test(Options("v1.6.1"), "ray-cluster.sample.yaml")
+    assert path == tmp_path / "ray-cluster.sample.yaml" and objs[0]["kind"] == "RayCluster"
