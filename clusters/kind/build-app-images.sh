@@ -10,6 +10,8 @@
 #                                      of $KUBERAY_VERSIONS that is built, and for each source-tree build in the
 #                                      cache (kuberay-tree-<key>: tag tree-<key>; fixtures/source_tree.py), or only
 #                                      the tags in KUBERAY_IMAGE_TAGS="v1.6.2 tree-59d663aeec13" when set
+#   quay.io/kuberay/submitter:<v>      with each of those whose build has it (v1.5.0+), its light-weight RayJob
+#                                      submitter as /submitter (Dockerfile.submitter.buildx: no base, user 65532)
 #   redis:7.4.0                        Debian's redis-server
 #   python:3.11-slim                   Debian's python3 (3.11)
 #   busybox:1.36                       Debian's busybox-static
@@ -110,12 +112,23 @@ build_kuberay() {
     local bin=$CACHE/kuberay-$v/bin/ray-operator name=quay.io/kuberay/operator:$v out=$IMAGES/kuberay-operator-$v.tar
     [ -x "$bin" ] || { echo "build-app-images: KubeRay $v not built (make tools); skipped"; continue; }
     built=1
+    build_kuberay_submitter "$v" "$static"
     [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; continue; }
     since=$(stamp)
     $IT -o "$out" --tag "$name" --rootfs "$static" --add "$bin=/manager" --entrypoint '["/manager"]' --user 65532:65532
     built "$name" "$out"
   done
   [ $built = 1 ] || { echo "no KubeRay version is built yet: run \`make tools\`" >&2; return 1; }
+}
+
+# build_kuberay_submitter V STATIC: the submitter image of KubeRay build V, when the build has its submitter
+build_kuberay_submitter() {
+  local v=$1 bin=$CACHE/kuberay-$1/bin/submitter name=quay.io/kuberay/submitter:$1 out=$IMAGES/kuberay-submitter-$1.tar
+  [ -x "$bin" ] || { echo "build-app-images: KubeRay $v has no submitter built; no $name"; return 0; }
+  [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return 0; }
+  since=$(stamp)
+  $IT -o "$out" --tag "$name" --rootfs "$2" --add "$bin=/submitter" --entrypoint '["/submitter"]' --user 65532:65532
+  built "$name" "$out"
 }
 
 build_redis() {

@@ -9,6 +9,8 @@
 #        helm: the Helm CLI at HELM_VERSION; actionlint: the workflow linter `make test` checks the CI recipe with,
 #        not built by default; kind: the kind CLI at KIND_VERSION (clusters/kind/build-kind-tools.sh), for a kind
 #        run on a user's Docker, not built by default)
+# A KubeRay build also holds bin/submitter, KubeRay's light-weight RayJob submitter (rayjob-submitter/cmd, v1.5.0+)
+# built from the same source; a cached build without it gets just the submitter built.
 # Already-built components are skipped. Prints what it builds and how long each took.
 # While one component compiles, the modules of the next ones are downloaded in the background (a download is
 # network- and disk-bound, a compile takes both cores): each component's fetch holds a lock its build waits for.
@@ -123,15 +125,39 @@ kuberay_source() {
   echo "$(go env GOMODCACHE)/$m"
 }
 
+# build_submitter DIR SRC: KubeRay's light-weight RayJob submitter from the ray-operator module source SRC (its
+# rayjob-submitter/cmd, as Dockerfile.submitter.buildx's binary) into DIR/bin/submitter; nothing for a release
+# without it (before v1.5.0), but the marker bin/.no-submitter, so a cached build is not looked at again
+build_submitter() {
+  local dir=$1 src=$2
+  if [ ! -d "$src/rayjob-submitter/cmd" ]; then
+    echo "build-tools: $(basename "$dir") has no rayjob-submitter/cmd (KubeRay v1.5.0+): no submitter"
+    mkdir -p "$dir/bin"; touch "$dir/bin/.no-submitter"; return 0
+  fi
+  mkdir -p "$dir/bin"
+  (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$dir/bin/submitter.new" ./rayjob-submitter/cmd)
+  mv "$dir/bin/submitter.new" "$dir/bin/submitter"
+}
+# submitter_done DIR: the build in DIR has its submitter, or its source has none
+submitter_done() { [ -x "$1/bin/submitter" ] || [ -e "$1/bin/.no-submitter" ]; }
+
 build_kuberay() {
   local v
   for v in $KUBERAY_VERSIONS; do
     local dir=$CACHE/kuberay-$v
-    if [ -x "$dir/bin/ray-operator" ]; then echo "build-tools: kuberay $v cached"; continue; fi
+    if [ -x "$dir/bin/ray-operator" ]; then
+      if ! submitter_done "$dir"; then
+        echo "build-tools: building kuberay $v's submitter"; local t=$(stamp)
+        build_submitter "$dir" "$(kuberay_source "$v")"
+        [ -x "$dir/bin/submitter" ] && report "kuberay-submitter $v" "$t" "$dir/bin"
+      fi
+      echo "build-tools: kuberay $v cached"; continue
+    fi
     echo "build-tools: building kuberay $v"; local t=$(stamp)
     GOBIN=$dir/bin go install -trimpath -ldflags "-s -w" "github.com/ray-project/kuberay/ray-operator@$v"
-    # CRDs and manifests from the same module version
+    # CRDs and manifests from the same module version, and its submitter
     local src; src=$(kuberay_source "$v")
+    build_submitter "$dir" "$src"
     rm -rf "$dir/config"; cp -r "$src/config" "$dir/config"; chmod -R u+w "$dir/config"
     report "kuberay $v" "$t" "$dir/bin"
   done
@@ -143,12 +169,20 @@ build_kuberay_patched() {
   local v=$1 dir=$CACHE/kuberay-$1
   [ -n "${KUBERAY_BASE:-}" ] && [ -f "${KUBERAY_PATCH:-}" ] ||
     { echo "build-tools: kuberay $v needs KUBERAY_BASE (a release) and KUBERAY_PATCH (a patch file)" >&2; exit 2; }
-  if [ -x "$dir/bin/ray-operator" ]; then echo "build-tools: kuberay $v cached"; return; fi
-  echo "build-tools: building kuberay $v ($KUBERAY_BASE + $(basename "$KUBERAY_PATCH"))"; local t=$(stamp)
-  local work=$dir/src
+  local only_submitter=""
+  if [ -x "$dir/bin/ray-operator" ]; then
+    submitter_done "$dir" && { echo "build-tools: kuberay $v cached"; return; }
+    only_submitter=1
+  fi
+  echo "build-tools: building kuberay $v${only_submitter:+ (its submitter)} ($KUBERAY_BASE + $(basename "$KUBERAY_PATCH"))"
+  local t=$(stamp) work=$dir/src
   rm -rf "$work"; mkdir -p "$dir"; cp -r "$(kuberay_source "$KUBERAY_BASE")" "$work"; chmod -R u+w "$work"
   (cd "$work" && patch -p1 --forward --batch < "$KUBERAY_PATCH") ||
     { echo "build-tools: $KUBERAY_PATCH does not apply to kuberay $KUBERAY_BASE" >&2; exit 1; }
+  build_submitter "$dir" "$work"
+  if [ -n "$only_submitter" ]; then
+    rm -rf "$work"; [ ! -x "$dir/bin/submitter" ] || report "kuberay-submitter $v" "$t" "$dir/bin"; return
+  fi
   (cd "$work" && go build -trimpath -ldflags "-s -w" -o "$dir/bin/ray-operator" .)
   rm -rf "$dir/config"; cp -r "$work/config" "$dir/config"; rm -rf "$work"
   report "kuberay $v" "$t" "$dir/bin"
@@ -162,7 +196,11 @@ build_kuberay_tree() {
   local v=$1 dir=$CACHE/kuberay-$1 tree=${RAYCONF_OPERATOR_TREE:-}
   [ -n "$tree" ] && [ -d "$tree" ] ||
     { echo "build-tools: kuberay $v needs RAYCONF_OPERATOR_TREE (a KubeRay source tree), got '${tree}'" >&2; exit 2; }
-  if [ -x "$dir/bin/ray-operator" ] && [ -d "$dir/config" ]; then echo "build-tools: kuberay $v cached"; return; fi
+  local only_submitter=""
+  if [ -x "$dir/bin/ray-operator" ] && [ -d "$dir/config" ]; then
+    submitter_done "$dir" && { echo "build-tools: kuberay $v cached"; return; }
+    only_submitter=1
+  fi
   local mod=. chart=""
   [ -f "$tree/ray-operator/go.mod" ] && mod=ray-operator
   [ -d "$tree/helm-chart/kuberay-operator" ] && chart=helm-chart/kuberay-operator
@@ -173,12 +211,17 @@ build_kuberay_tree() {
   local want=${v#tree-}; want=${want%%-*}
   [ "${commit:0:${#want}}" = "$want" ] ||
     { echo "build-tools: $tree is at ${commit:0:12}, not at $want (it changed after its key was computed)" >&2; exit 1; }
-  echo "build-tools: building kuberay $v from $tree ($mod${chart:+, $chart})"; local t=$(stamp)
-  local work=$dir/src; rm -rf "$work" "$dir/bin" "$dir/config" "$dir/helm-chart"; mkdir -p "$work"
+  echo "build-tools: building kuberay $v${only_submitter:+ (its submitter)} from $tree ($mod${chart:+, $chart})"
+  local t=$(stamp) work=$dir/src
+  rm -rf "$work"; [ -n "$only_submitter" ] || rm -rf "$dir/bin" "$dir/config" "$dir/helm-chart"; mkdir -p "$work"
   # the files as they are now; a file deleted but not yet committed is left out
   (cd "$tree" && git ls-files -z --cached --others --exclude-standard -- "$mod" ${chart:+"$chart"} |
     while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) |
     tar -xf - -C "$work"
+  build_submitter "$dir" "$work/$mod"
+  if [ -n "$only_submitter" ]; then
+    rm -rf "$work"; [ ! -x "$dir/bin/submitter" ] || report "kuberay-submitter $v" "$t" "$dir/bin"; return
+  fi
   cp -r "$work/$mod/config" "$dir/config"
   if [ -n "$chart" ]; then mkdir -p "$dir/helm-chart"; cp -r "$work/$chart" "$dir/helm-chart/"; fi
   printf 'tree=%s\ncommit=%s\ntag=%s\ngo=%s\n' "$tree" "$commit" "$v" "$(go env GOVERSION)" > "$dir/source.env"

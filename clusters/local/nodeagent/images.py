@@ -3,7 +3,9 @@
     ray      the tag's Ray version -> /var/cache/rayconformance/venvs/ray-<version> on PATH (created on demand with
              pip, like an image pull: the container waits as ContainerCreating meanwhile)
     host     host binaries; the rule's entrypoint is used when the Pod gives no command
-    kuberay  the tag's KubeRay build; `/manager` (the operator image's entrypoint) -> its ray-operator binary
+    kuberay  the tag's KubeRay build; `/manager` (the operator image's entrypoint) -> its ray-operator binary, or
+             with the rule's `binary`, its first entrypoint word -> that binary of the build (the submitter image's
+             `/submitter` -> bin/submitter)
     tool     another binary of the tool cache: /var/cache/rayconformance/<tool>-<tag>/bin on PATH (e.g. traefik)
 
 A rule also states what the image itself gives a container (`apply_rule`): ENV, WORKDIR, VOLUMEs (a fresh
@@ -188,11 +190,14 @@ class Images:
         if rule.runtime == "kuberay":
             tag = _tag(image)
             tag = tag if tag.startswith(("v", "tree-")) else f"v{tag}"  # a release, or a source tree's build
-            binary = CACHE / f"kuberay-{tag}" / "bin" / "ray-operator"
+            binary = CACHE / f"kuberay-{tag}" / "bin" / (rule.binary or "ray-operator")
             if not binary.exists():
-                raise ImageError(f'failed to pull image "{image}": KubeRay {tag} is not built '
-                                 f"({binary} missing; run clusters/local/build-tools.sh kuberay)")
+                raise ImageError(f'failed to pull image "{image}": KubeRay {tag} is not built with {binary.name} '
+                                 f"({binary} missing; run clusters/local/build-tools.sh kuberay@{tag})")
             entry = list(rule.entrypoint) or ["/manager"]
+            if rule.binary:  # another binary of the build, under the image's entrypoint
+                return Runtime("kuberay", image, f"kuberay://{tag}/{rule.binary}", BASE_PATH, entry,
+                               {entry[0]: str(binary)})
             return Runtime("kuberay", image, f"kuberay://{tag}", BASE_PATH, entry, {"/manager": str(binary)})
         if rule.runtime == "tool":
             tag = _tag(image)
