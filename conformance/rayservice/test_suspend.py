@@ -8,7 +8,8 @@ import pytest
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
 from rayconformance.fixtures.expect.rayservice_history import no_raycluster_must_be_created
 from rayconformance.fixtures.expect.rayservice_suspend import (resume_must_have_reset_ready,
-                                                               suspend_must_have_gone_through)
+                                                               suspend_must_have_gone_through,
+                                                               suspended_status_must_be_cleared)
 
 # How long a test watches for something that must not happen while suspended (KubeRay's e2e watches 5 s).
 QUIET_WINDOW_S = 15
@@ -19,9 +20,10 @@ HOLD = "rayconformance.io/hold"  # a finalizer of the test's own, keeping a RayC
 @pytest.mark.samples("rayservice-greeter")
 def test_suspend_deletes_everything_and_resume_serves_again(ctx):
     """Setting spec.suspend on a serving RayService reports Suspending=True/SuspendRequested, then
-    Suspended=True/SuspendComplete with Ready=False and no active or pending RayCluster, and no RayCluster or Service
-    of it is left; clearing it reports Suspended=False/RayServiceResumed with Ready reset to Initializing, then Ready
-    on a new RayCluster whose serve Service answers."""
+    Suspended=True/SuspendComplete with Ready=False and no active or pending RayCluster, Suspending, UpgradeInProgress
+    and RollbackInProgress kept as False/SuspendComplete, no serve endpoint counted and no serviceStatus, and no
+    RayCluster or Service of it is left; clearing it reports Suspended=False/RayServiceResumed with Ready reset to
+    Initializing, then Ready on a new RayCluster whose serve Service answers."""
     ctx.create(ctx.samples("rayservice-greeter"))
     service = ctx.rayservice("greeter")
     old, _ = active_and_pending_clusters(service.must_be_ready())
@@ -29,7 +31,7 @@ def test_suspend_deletes_everything_and_resume_serves_again(ctx):
     with service.watch() as history:
         # step 1: suspended, nothing of it left
         service.suspend()
-        service.must_be_suspended()
+        suspended_status_must_be_cleared(service.must_be_suspended())
         service.must_create_nothing_while_suspended(QUIET_WINDOW_S)
 
         # step 2: resumed, serving again from a new RayCluster
@@ -72,9 +74,10 @@ def test_created_suspended_creates_nothing_until_resumed(ctx):
 @pytest.mark.feature("RayServiceSuspend")
 @pytest.mark.samples("rayservice-greeter")
 def test_suspend_runs_to_completion_once_committed(ctx):
-    """A suspend is atomic: once Suspending=True is reported, clearing spec.suspend again does not stop it while its
-    RayCluster is still being deleted (held here by a finalizer); when the cluster goes, the RayService reaches
-    Suspended and then, spec.suspend being false, resumes and serves from a new RayCluster."""
+    """A suspend is atomic: once Suspending=True is reported, clearing spec.suspend again, and setting it once more,
+    changes nothing while its RayCluster is still being deleted (held here by a finalizer); when the cluster goes,
+    the RayService reaches Suspended and then, spec.suspend being false at last, resumes and serves from a new
+    RayCluster."""
     ctx.create(ctx.samples("rayservice-greeter"))
     service = ctx.rayservice("greeter")
     old, _ = active_and_pending_clusters(service.must_be_ready())
@@ -85,9 +88,12 @@ def test_suspend_runs_to_completion_once_committed(ctx):
         service.suspend()
         service.must_report_condition("Suspending", "True", "SuspendInProgress")
 
-        # step 2: changing one's mind does not stop a committed suspend
+        # step 2: changing one's mind, twice, does not change a committed suspend
         service.resume()
         service.must_keep_suspending(QUIET_WINDOW_S, why="spec.suspend cleared while its RayCluster is being deleted")
+        service.suspend()
+        service.must_keep_suspending(QUIET_WINDOW_S, why="spec.suspend set again while its RayCluster is being deleted")
+        service.resume()
     finally:
         held = (cluster.get() or {}).get("metadata", {}).get("finalizers") or []
         if HOLD in held:

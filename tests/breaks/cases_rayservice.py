@@ -136,6 +136,9 @@ CASES = [
     # RAYCONF_OPERATOR_TREE): a suspend leaves the RayService's Services behind
     *(Case(test, "no RayCluster or Service left", profile="kuberay-v1.7.0", local=True,
            tree_patch="v1.7.0/rayservice-suspend-keeps-services")
+    # once suspended, UpgradeInProgress and RollbackInProgress are removed instead of kept as False/SuspendComplete
+    Case("suspend_deletes_everything_and_resume_serves_again", "must keep UpgradeInProgress as False/SuspendComplete",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayservice-suspend-drops-upgrade-conditions"),
       for test in ("suspend_deletes_everything_and_resume_serves_again", "suspend_during_upgrade_removes_both_clusters")),
     # resuming does not reset Ready to Initializing
     Case("suspend_deletes_everything_and_resume_serves_again", "Ready=False/Initializing", profile="kuberay-v1.7.0",
