@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from rayconformance.fixtures.expect.raycluster_pods import worker_must_go_while_other_stays
+
 # Detached actors needing one CPU each: the head has none, so each needs a worker.
 CREATE = """
 import ray
@@ -39,9 +41,10 @@ print('KILLED', {n})
 def test_demand_scales_workers_up_and_idle_down(ctx, version):
     """With in-tree autoscaling, the head Pod gets an autoscaler sidecar; Ray actors that need more CPUs than the
     cluster has add workers up to the group's maxReplicas and no further (demand for 3 workers, maxReplicas 2:
-    never more than 2 worker Pods), workers left idle are removed, and raising minReplicas adds a worker without
-    any demand. The autoscaler that runs is the one asked for: with autoscalerOptions.version v2, Ray's autoscaler
-    v2 reports its state to the GCS; with v1, nothing does (whatever Ray's own default is)."""
+    never more than 2 worker Pods), workers left idle are removed, raising minReplicas adds a worker without any
+    demand, and demand then still takes the group above that new minimum. The autoscaler that runs is the one asked
+    for: with autoscalerOptions.version v2, Ray's autoscaler v2 reports its state to the GCS; with v1, nothing does
+    (whatever Ray's own default is)."""
     body = ctx.sample("raycluster-autoscaler")
     body["spec"]["autoscalerOptions"]["version"] = version
     cluster = ctx.create_raycluster(body)
@@ -81,3 +84,93 @@ def test_demand_scales_workers_up_and_idle_down(ctx, version):
     groups[0]["minReplicas"] = 1
     cluster.patch({"spec": {"workerGroupSpecs": groups}})
     cluster.workers_must_be_running_and_ready(1, what="minReplicas=1 to add one worker")
+
+    # demand still takes the group above its new minimum: 2 actors, one on the minReplicas worker, one on a new one
+    cluster.ray_job_must_succeed(CREATE.format(n=2, ready=2))
+    cluster.workers_must_be_running_and_ready(
+        2, what="demand for 2 workers to take the group above its raised minReplicas=1")
+    replicas = cluster.get()["spec"]["workerGroupSpecs"][0]["replicas"]
+    assert replicas == 2, \
+        (f"with minReplicas=1 and demand for 2 workers the autoscaler must set the group's replicas to 2; observed "
+         f"replicas={replicas}; {cluster.describe_worker_groups()}")
+
+
+# One detached actor needing one CPU, named {name}; prints the IP of the Ray node it runs on (None if it is not
+# placed within {wait} seconds).
+CREATE_ONE = """
+import ray
+ray.init(namespace='rayconformance')
+
+@ray.remote(num_cpus=1)
+class Holder:
+    def ip(self):
+        return ray.util.get_node_ip_address()
+
+h = Holder.options(name='{name}', lifetime='detached').remote()
+ready, _ = ray.wait([h.ip.remote()], timeout={wait})
+print('ACTOR_IP', ray.get(ready[0]) if ready else None)
+"""
+KILL_ONE = """
+import ray
+ray.init(namespace='rayconformance')
+ray.kill(ray.get_actor('{name}'))
+print('KILLED', '{name}')
+"""
+ASK = """
+import ray
+ray.init(namespace='rayconformance')
+print('ACTOR_IP', ray.get(ray.get_actor('{name}').ip.remote(), timeout=60))
+"""
+
+
+def actor_worker(cluster, name: str, logs: str):
+    """The worker Pod whose IP the job's ACTOR_IP line names (where actor `name` runs)."""
+    ip = next((line.split()[1] for line in logs.splitlines() if line.startswith("ACTOR_IP ")), None)
+    pods = [p for p in cluster.pods("worker") if p.status.pod_ip == ip]
+    assert ip and pods, \
+        (f"actor {name} must run on a worker Pod; it runs at {ip!r} (None: not placed); "
+         f"{cluster.describe_worker_groups()}")
+    return pods[0]
+
+
+@pytest.mark.parametrize("version", [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
+                                     pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))])
+@pytest.mark.samples("raycluster-autoscaler")
+def test_workers_follow_actors_one_at_a_time(ctx, version):
+    """Actors that come one at a time each add a worker (0, 1, 2 workers), and actors that go one at a time each
+    take one away (2, 1, 0): when the first actor goes, its idle worker is removed while the worker still running
+    the second actor is kept (never deleted, the actor still answering on it), and once the second goes too, the
+    group is back at zero."""
+    body = ctx.sample("raycluster-autoscaler")
+    body["spec"]["autoscalerOptions"]["version"] = version
+    cluster = ctx.create_raycluster(body)
+    cluster.must_be_provisioned()
+    wait = int(ctx.timeouts.medium)
+
+    # step 1: the first actor brings up one worker, the second a second one
+    first = actor_worker(cluster, "holder-0",
+                         cluster.ray_job_must_succeed(CREATE_ONE.format(name="holder-0", wait=wait)))
+    cluster.workers_must_be_running_and_ready(1, what="one actor needing a CPU to bring up 1 worker")
+    busy = actor_worker(cluster, "holder-1",
+                        cluster.ray_job_must_succeed(CREATE_ONE.format(name="holder-1", wait=wait)))
+    cluster.workers_must_be_running_and_ready(2, what="a second actor needing a CPU to bring up a second worker")
+    assert busy.metadata.uid != first.metadata.uid, \
+        f"each 1-CPU actor must have a 1-CPU worker of its own; both run on {busy.metadata.name}"
+
+    # step 2: the first actor goes: its worker is removed, the one running the second actor stays
+    with cluster.watch_pods() as pods:
+        cluster.ray_job_must_succeed(KILL_ONE.format(name="holder-0"), ctx.timeouts.medium)
+        worker_must_go_while_other_stays(
+            ctx.k8s, ctx.namespace, cluster.name, first, busy, pods, ctx.timeouts.upgrade,
+            what="the autoscaler to remove holder-0's idle worker and keep the worker running holder-1")
+    pods.must_not_have_failed()
+    cluster.worker_pods_must_be([busy.metadata.name], ctx.timeouts.medium,
+                                what="the worker running holder-1 to be the group's only one")
+    still = actor_worker(cluster, "holder-1", cluster.ray_job_must_succeed(ASK.format(name="holder-1"),
+                                                                           ctx.timeouts.medium))
+    assert still.metadata.uid == busy.metadata.uid, \
+        f"actor holder-1 must still run on {busy.metadata.name}; it runs on {still.metadata.name}"
+
+    # step 3: the second actor goes: the group is back at zero
+    cluster.ray_job_must_succeed(KILL_ONE.format(name="holder-1"), ctx.timeouts.medium)
+    cluster.workers_must_be_running_and_ready(0, what="the last idle worker to be removed")

@@ -44,13 +44,6 @@ import ray
 ray.init(namespace='rayconformance')
 print('PINGS', ray.get([ray.get_actor(f'holder-{{i}}').ping.remote() for i in range({n})], timeout=120))
 """
-KILL = """
-import ray
-ray.init(namespace='rayconformance')
-for i in range({n}):
-    ray.kill(ray.get_actor(f'holder-{{i}}'))
-print('KILLED', {n})
-"""
 
 
 def v2_cluster(ctx):
@@ -140,36 +133,82 @@ def test_max_replicas_changed_under_demand(ctx):
         f"lowering maxReplicas from 3 to 1 must delete 2 of the 3 workers and create none; observed {lowered.summary()}"
 
 
+# One detached actor named {name} needing {resources} (the demand), not waited for.
+HOLD_ONE = """
+import ray
+ray.init(namespace='rayconformance')
+
+@ray.remote
+class Holder:
+    def ping(self):
+        return 'pong'
+
+Holder.options(name='{name}', lifetime='detached', {resources}).remote()
+print('CREATED', '{name}')
+"""
+PING = """
+import ray
+ray.init(namespace='rayconformance')
+print('PINGS', ray.get([ray.get_actor(n).ping.remote() for n in {names}], timeout=120))
+"""
+KILL_ONE = """
+import ray
+ray.init(namespace='rayconformance')
+ray.kill(ray.get_actor('{name}'))
+print('KILLED', '{name}')
+"""
+
+
 @pytest.mark.feature("RayClusterAutoscalerSpecChanges")
 @pytest.mark.samples("raycluster-autoscaler")
 def test_worker_group_added_while_running(ctx):
-    """With autoscaler v2, a worker group added to a running cluster (offering a Ray resource of its own) is scaled
-    for its own demand: an actor needing that resource brings up a worker of the new group and none of the existing
-    one, and once the actor is gone the new group's idle worker is removed."""
+    """With autoscaler v2, a worker group added to a running cluster (offering a Ray resource of its own, no CPU)
+    is scaled for its own demand, and the group that was there keeps being scaled for its: with one worker of the
+    first group running an actor, an actor needing the new group's resource brings up a worker of the new group and
+    none of the first; a second CPU actor then takes the first group up to 2 workers; once the new group's actor is
+    gone its idle worker is removed while the first group keeps its 2 busy workers."""
     cluster, body = v2_cluster(ctx)
     first = body["spec"]["workerGroupSpecs"][0]
+    gname = first["groupName"]
     added = dict(first, groupName="added", replicas=0, minReplicas=0, maxReplicas=1,
-                 rayStartParams=dict(first["rayStartParams"], resources='"{\\"added\\": 1}"'))
+                 rayStartParams=dict(first["rayStartParams"], resources='"{\\"added\\": 1}"', **{"num-cpus": "0"}))
 
-    # step 1: the new group is appended to the running cluster's worker groups
+    # step 1: a CPU actor brings up a worker of the first group
+    cluster.ray_job_must_succeed(HOLD_ONE.format(name="cpu-0", resources="num_cpus=1"), ctx.timeouts.medium)
+    [running] = cluster.group_workers_must_be_running_and_ready(
+        gname, 1, ctx.timeouts.upgrade, what=f"a CPU actor to bring up a worker of group {gname}")
+
+    # step 2: the new group is appended to the running cluster's worker groups (the others as stored)
     groups = cluster.get()["spec"]["workerGroupSpecs"]
     cluster.patch({"spec": {"workerGroupSpecs": groups + [added]}})
 
-    # step 2: demand for the new group's resource brings up a worker of that group only
-    with cluster.watch_pods(group=first["groupName"]) as others:
-        cluster.ray_job_must_succeed(HOLD.format(n=1, resources="num_cpus=0, resources={'added': 1}"),
+    # step 3: demand for the new group's resource brings up a worker of that group only
+    with cluster.watch_pods(group=gname) as others:
+        cluster.ray_job_must_succeed(HOLD_ONE.format(name="added-0", resources="num_cpus=0, resources={'added': 1}"),
                                      ctx.timeouts.medium)
         cluster.group_workers_must_be_running_and_ready(
             "added", 1, ctx.timeouts.upgrade, what="an actor needing resource 'added' to bring up a worker of the "
                                                    "worker group added while the cluster ran")
-        logs = cluster.ray_job_must_succeed(PINGED.format(n=1), ctx.timeouts.medium)
+        logs = cluster.ray_job_must_succeed(PING.format(names=["added-0"]), ctx.timeouts.medium)
     others.must_not_have_failed()
     assert "pong" in logs, f"the actor needing resource 'added' must run on the new group's worker: {logs[-500:]}"
-    assert not others.created, \
-        (f"demand for the new group's resource must bring up no worker of group {first['groupName']}; observed "
-         f"{others.summary()}")
+    assert others.created == [running.metadata.uid] and not others.deleted, \
+        (f"demand for the new group's resource must bring up no worker of group {gname} (nor remove its one, "
+         f"{running.metadata.name}); observed {others.summary()}")
 
-    # step 3: without the actor, the new group's worker is idle and goes
-    cluster.ray_job_must_succeed(KILL.format(n=1), ctx.timeouts.medium)
-    cluster.group_workers_must_be_running_and_ready("added", 0, ctx.timeouts.upgrade,
-                                                    what="the added group's idle worker to be removed")
+    # step 4: the first group is still scaled for its own demand: a second CPU actor takes it to 2 workers
+    cluster.ray_job_must_succeed(HOLD_ONE.format(name="cpu-1", resources="num_cpus=1"), ctx.timeouts.medium)
+    cluster.group_workers_must_be_running_and_ready(
+        gname, 2, ctx.timeouts.upgrade,
+        what=f"a second CPU actor to take group {gname} up to 2 workers after a group was added")
+    logs = cluster.ray_job_must_succeed(PING.format(names=["cpu-0", "cpu-1"]), ctx.timeouts.medium)
+    assert logs.count("pong") == 2, f"both CPU actors must run on group {gname}'s 2 workers: {logs[-500:]}"
+
+    # step 5: without its actor, the new group's worker is idle and goes; the first group's busy workers stay
+    with cluster.watch_pods(group=gname) as kept:
+        cluster.ray_job_must_succeed(KILL_ONE.format(name="added-0"), ctx.timeouts.medium)
+        cluster.group_workers_must_be_running_and_ready("added", 0, ctx.timeouts.upgrade,
+                                                        what="the added group's idle worker to be removed")
+    kept.must_not_have_failed()
+    assert not kept.deleted, \
+        f"group {gname}'s workers run actors and must stay; observed {kept.summary()}"

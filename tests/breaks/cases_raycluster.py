@@ -148,12 +148,81 @@ CASES = [
          samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
     Case("max_replicas_changed_under_demand", "maxReplicas=2",
          samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
-    Case("worker_group_added_while_running", "worker group added while the cluster ran",
-         samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
     # the CPU group's workers offer Ray no CPU: CPU demand can only go to the GPU group (or nowhere)
     Case("cpu_demand_scales_the_cpu_group_not_the_gpu_one",
          "must run on the CPU group.s worker|worker of the CPU group|no worker of the GPU group",
          samples={"raycluster-gpu-autoscale": set_field(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"],
                                                          "0")},
          timeout_scale=0.5),
+    # autoscaler helper
+    # without in-tree autoscaling nobody scales the first group for its CPU actor
+    Case("worker_group_added_while_running", "a CPU actor to bring up a worker of group small",
+         samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
+    # every group capped by the last group's maxReplicas: once a group of maxReplicas 1 is added, the first group
+    # cannot grow to 2 (the autoscaler sets replicas 2, the operator keeps 1 Pod)
+    Case("worker_group_added_while_running", "take group small up to 2 workers after a group was added",
+         patch="raycluster-groups-capped-by-last-group-max", timeout_scale=0.5),
+    # a group with a minReplicas is held at it: demand cannot take it above the raised minimum
+    Case("demand_scales_workers_up_and_idle_down[v2]", "take the group above its raised minReplicas=1",
+         patch="raycluster-group-held-at-min-replicas", timeout_scale=0.5),
+    # workersToDelete deletes another worker than the named one: the autoscaler names the idle worker, the operator
+    # deletes the one still running an actor
+    Case("workers_follow_actors_one_at_a_time[v2]", "to be deleted and .* to stay",
+         patch="raycluster-delete-wrong-worker", timeout_scale=0.5),
+    # rayStartParams num-gpus not passed to `ray start`: the fake GPU worker offers Ray no GPU, the actor is not placed
+    Case("fake_gpu_group_scales_for_gpu_demand[v2]", "was not placed within",
+         patch="raycluster-num-gpus-param-dropped", timeout_scale=0.5),
+    # the GPU group offers no CPU: a CPU-only actor has nowhere to go
+    Case("cpu_demand_uses_the_gpu_group_when_no_other_fits[v2]", "was not placed within",
+         samples={"raycluster-autoscaler-fake-gpu": set_field(
+             ["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"], "0")}, timeout_scale=0.5),
+    # a worker's CPU limit (1) overrides its rayStartParams num-cpus (2): the one worker STRICT_PACK brings up
+    # cannot hold both 1-CPU bundles
+    Case("placement_group_strategy_gets_its_workers[STRICT_PACK]",
+         "the placement group must be placed|needs exactly 1 worker",
+         patch="raycluster-cpu-limit-overrides-num-cpus", timeout_scale=0.5),
+    # a scale-up replaces the group's worker older than 20 s: the idle worker the pending placement group needs is
+    # deleted when the second one is added
+    Case("idle_worker_needed_by_pending_placement_group_is_kept", "must be kept while the second worker starts",
+         patch="raycluster-scale-up-replaces-old-worker", timeout_scale=0.5),
+    # PACK on workers that offer 1 CPU instead of 2 needs a second worker
+    Case("placement_group_strategy_gets_its_workers[PACK]",
+         "the placement group must be placed|needs exactly 1 worker",
+         patch="raycluster-cpu-limit-overrides-num-cpus", timeout_scale=0.5),
+    # a group capped at one worker: the spread placement groups cannot get their two
+    *(Case(f"placement_group_strategy_gets_its_workers[{s}]", f"a {s} placement group of two 1-CPU bundles to bring up 2",
+           samples={"raycluster-autoscaler": set_field(["spec", "workerGroupSpecs", 0, "maxReplicas"], 1)},
+           timeout_scale=0.3) for s in ("STRICT_SPREAD", "SPREAD")),
+    # autoscaler v1 (run on KubeRay v1.7.0, which pins it): the group capped at one worker, the second actor gets none
+    Case("workers_follow_actors_one_at_a_time[v1]", "actor holder-1 must run on a worker Pod",
+         profile="kuberay-v1.7.0", local=True,
+         samples={"raycluster-autoscaler": set_field(["spec", "workerGroupSpecs", 0, "maxReplicas"], 1)}),
+    # autoscaler v1: the group offers no GPU (num-gpus 0), or no CPU (num-cpus 0): the actor has nowhere to go
+    Case("fake_gpu_group_scales_for_gpu_demand[v1]", "was not placed within", profile="kuberay-v1.7.0", local=True,
+         samples={"raycluster-autoscaler-fake-gpu": set_field(
+             ["spec", "workerGroupSpecs", 0, "rayStartParams", "num-gpus"], "0")}, timeout_scale=0.5),
+    Case("cpu_demand_uses_the_gpu_group_when_no_other_fits[v1]", "was not placed within", profile="kuberay-v1.7.0",
+         local=True, samples={"raycluster-autoscaler-fake-gpu": set_field(
+             ["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"], "0")}, timeout_scale=0.5),
+    # autoscaler v1 with GCS FT: without in-tree autoscaling nothing brings up a worker for the actor
+    Case("autoscaling_continues_after_head_pod_replaced[v1]", "must run on a worker the autoscaler brings up",
+         profile="kuberay-v1.7.0", local=True,
+         samples={"raycluster-autoscaler-gcs-ft": set_field(["spec", "enableInTreeAutoscaling"], False)},
+         timeout_scale=0.5),
+    # a replacement head Pod is created without the autoscaler sidecar: nothing scales after the head is replaced
+    Case("autoscaling_continues_after_head_pod_replaced[v2]",
+         "must have the autoscaler sidecar too|after the head Pod was replaced",
+         patch="raycluster-new-head-without-autoscaler", timeout_scale=0.5),
+    # samples helper
+    # KubeRay's own samples under an operator that does not report a Pod creation refused by a quota as
+    # ReplicaFailure: each fails at its last step (ray-cluster.fluentbit.yaml is skipped on the bed)
+    *(Case(f"kuberay_raycluster_sample[{s}]", "ReplicaFailure=True/FailedCreateHeadPod",
+           patch="raycluster-no-replica-failure", timeout_scale=0.6)
+      for s in ("ray-cluster.autoscaler-v2.yaml", "ray-cluster.autoscaler.yaml", "ray-cluster.complete.yaml",
+                "ray-cluster.custom-head-service.yaml", "ray-cluster.deprecate-gcs-ft.yaml",
+                "ray-cluster.persistent-redis.yaml", "ray-cluster.embed-grafana.yaml",
+                "ray-cluster.external-redis-uri.yaml", "ray-cluster.external-redis.yaml",
+                "ray-cluster.head-command.yaml", "ray-cluster.overwrite-command.yaml", "ray-cluster.py-spy.yaml",
+                "ray-cluster.sample.yaml", "ray-cluster.separate-ingress.yaml", "ray-cluster.tls.yaml",
+                "ray-cluster.fluentbit.yaml")),
 ]

@@ -1,0 +1,119 @@
+"""Autoscaler v1 and v2 with a "fake" GPU worker group: a group whose rayStartParams give Ray one GPU (num-gpus)
+without any device, so it runs on any node. GPU demand scales it from zero and back, and with no CPU-only group
+CPU demand is served by it too."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
+            pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))]
+# A detached actor named {name} asking for {resources}, and where it runs: its Ray node's IP and GPUs, and the GPU
+# ids Ray hands it; null if it is not placed within {wait} seconds (single quotes only: runs as python -c).
+CREATE = """
+import json
+import ray
+ray.init(namespace='rayconformance')
+
+@ray.remote
+class Holder:
+    def where(self):
+        node = ray.get_runtime_context().get_node_id()
+        info = [n for n in ray.nodes() if n['NodeID'] == node][0]
+        return {{'ip': info['NodeManagerAddress'], 'node_gpus': info['Resources'].get('GPU', 0),
+                'gpu_ids': [str(g) for g in ray.get_gpu_ids()]}}
+
+h = Holder.options(name='{name}', lifetime='detached', {resources}).remote()
+ready, _ = ray.wait([h.where.remote()], timeout={wait})
+print('ACTOR', json.dumps(ray.get(ready[0]) if ready else None))
+"""
+KILL = """
+import ray
+ray.init(namespace='rayconformance')
+ray.kill(ray.get_actor('{name}'))
+print('KILLED', '{name}')
+"""
+
+
+def placed(logs: str):
+    m = re.search(r"^ACTOR (.*)$", logs, re.M)
+    assert m, f"the Ray job printed no ACTOR line; logs:\n{logs[-2000:]}"
+    return json.loads(m.group(1))
+
+
+def fake_gpu_cluster(ctx, version: str):
+    body = ctx.sample("raycluster-autoscaler-fake-gpu")
+    body["spec"]["autoscalerOptions"]["version"] = version
+    group = body["spec"]["workerGroupSpecs"][0]
+    assert group["rayStartParams"].get("num-gpus") == "1" and "nvidia.com/gpu" not in str(group["template"]), \
+        "the sample's group must offer Ray one GPU through rayStartParams only"
+    cluster = ctx.create_raycluster(body)
+    cluster.must_be_provisioned()
+    return cluster, group["groupName"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.samples("raycluster-autoscaler-fake-gpu")
+def test_fake_gpu_group_scales_for_gpu_demand(ctx, version):
+    """A worker group at zero that gives Ray one GPU through rayStartParams num-gpus (no device) is scaled by GPU
+    demand: an actor asking for one GPU brings up exactly one worker of that group, whose Ray node offers GPU 1 and
+    runs the actor with one GPU id; once the actor is gone the group goes back to zero Pods."""
+    cluster, group = fake_gpu_cluster(ctx, version)
+    wait = int(ctx.timeouts.medium)
+
+    with cluster.watch_pods(group=group) as pods:
+        # step 1: one GPU of demand brings up one worker of the group, which runs the actor
+        logs = cluster.ray_job_must_succeed(CREATE.format(name="gpu-actor", resources="num_cpus=1, num_gpus=1",
+                                                          wait=wait))
+        actor = placed(logs)
+        assert actor is not None, \
+            (f"an actor asking for num_gpus=1 was not placed within {wait}s of the demand; group {group} "
+             f"(rayStartParams num-gpus 1): {pods.summary()}; {cluster.describe_worker_groups()}")
+        [worker] = cluster.group_workers_must_be_running_and_ready(
+            group, 1, ctx.timeouts.short, what="one GPU of demand to bring up one worker of the fake GPU group")
+        assert actor["ip"] == worker.status.pod_ip and actor["node_gpus"] == 1 and len(actor["gpu_ids"]) == 1, \
+            (f"the num_gpus=1 actor must run on the group's worker {worker.metadata.name} (Pod IP "
+             f"{worker.status.pod_ip}), whose Ray node offers GPU 1 (rayStartParams num-gpus), holding one GPU id; "
+             f"observed {actor}")
+
+        # step 2: without the demand the group goes back to zero
+        cluster.ray_job_must_succeed(KILL.format(name="gpu-actor"), ctx.timeouts.medium)
+        cluster.group_workers_must_be_running_and_ready(group, 0, what="the idle GPU worker to be removed after "
+                                                                       "the idle timeout")
+    pods.must_not_have_failed()
+    assert pods.peak == 1 and len(pods.created) == 1, \
+        f"one GPU of demand must bring up exactly one worker Pod; observed {pods.summary()}"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.samples("raycluster-autoscaler-fake-gpu")
+def test_cpu_demand_uses_the_gpu_group_when_no_other_fits(ctx, version):
+    """With a GPU worker group (rayStartParams num-gpus 1, one CPU) as the cluster's only worker group, an actor
+    that asks for one CPU and no GPU still gets a worker: exactly one Pod of that group comes up and runs it; once
+    the actor is gone the idle worker is removed and the group is back at zero."""
+    cluster, group = fake_gpu_cluster(ctx, version)
+    wait = int(ctx.timeouts.medium)
+
+    with cluster.watch_pods(group=group) as pods:
+        # step 1: CPU-only demand brings up a worker of the GPU group, the only one there is
+        logs = cluster.ray_job_must_succeed(CREATE.format(name="cpu-actor", resources="num_cpus=1", wait=wait))
+        actor = placed(logs)
+        assert actor is not None, \
+            (f"an actor asking for one CPU and no GPU was not placed within {wait}s: with group {group} (GPU 1, "
+             f"CPU 1) the only worker group, the autoscaler must bring up one of its workers for it; "
+             f"{pods.summary()}; {cluster.describe_worker_groups()}")
+        [worker] = cluster.group_workers_must_be_running_and_ready(
+            group, 1, ctx.timeouts.short, what="one CPU of demand to bring up one worker of the GPU group")
+        assert actor["ip"] == worker.status.pod_ip and not actor["gpu_ids"], \
+            (f"the CPU-only actor must run on the GPU group's worker {worker.metadata.name} (Pod IP "
+             f"{worker.status.pod_ip}) holding no GPU; observed {actor}")
+
+        # step 2: without the demand the group goes back to zero
+        cluster.ray_job_must_succeed(KILL.format(name="cpu-actor"), ctx.timeouts.medium)
+        cluster.group_workers_must_be_running_and_ready(group, 0, what="the idle worker to be removed after the "
+                                                                       "idle timeout")
+    pods.must_not_have_failed()
+    assert pods.peak == 1 and len(pods.created) == 1, \
+        f"one CPU of demand must bring up exactly one worker Pod; observed {pods.summary()}"

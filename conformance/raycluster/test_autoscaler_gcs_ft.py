@@ -1,0 +1,68 @@
+"""Autoscaling with GCS fault tolerance: the autoscaler keeps scaling workers up and down after the head Pod is
+replaced (the new head's GCS restored from Redis)."""
+from __future__ import annotations
+
+import pytest
+
+# One detached actor needing one CPU (the head has none, so it needs a worker; None if it is not placed within
+# {wait} seconds), and its removal.
+CREATE = """
+import ray
+ray.init(namespace='rayconformance')
+
+@ray.remote(num_cpus=1)
+class Holder:
+    def ping(self):
+        return 'pong'
+
+h = Holder.options(name='{name}', lifetime='detached').remote()
+ready, _ = ray.wait([h.ping.remote()], timeout={wait})
+print('PING', ray.get(ready[0]) if ready else None)
+"""
+KILL = """
+import ray
+ray.init(namespace='rayconformance')
+ray.kill(ray.get_actor('{name}'))
+print('KILLED', '{name}')
+"""
+
+
+def demand_must_come_and_go(ctx, cluster, name: str, *, when: str) -> None:
+    """An actor needing a CPU brings up one worker, which goes once the actor is gone."""
+    __tracebackhide__ = True
+    wait = int(ctx.timeouts.medium)
+    logs = cluster.ray_job_must_succeed(CREATE.format(name=name, wait=wait))
+    assert "PING pong" in logs, \
+        (f"{when}, the actor {name} needing a CPU must run on a worker the autoscaler brings up within {wait}s: "
+         f"{logs[-300:]}; {cluster.describe_worker_groups()}")
+    cluster.workers_must_be_running_and_ready(1, ctx.timeouts.short, what=f"{when}, an actor needing a CPU to have "
+                                                                         f"brought up 1 worker")
+    cluster.ray_job_must_succeed(KILL.format(name=name), ctx.timeouts.medium)
+    cluster.workers_must_be_running_and_ready(0, what=f"{when}, the idle worker to be removed once the actor is gone")
+
+
+@pytest.mark.parametrize("version", [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
+                                     pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))])
+@pytest.mark.feature("RayClusterGCSFaultTolerance")
+@pytest.mark.samples("raycluster-autoscaler-gcs-ft")
+def test_autoscaling_continues_after_head_pod_replaced(ctx, redis, version):
+    """With in-tree autoscaling and GCS fault tolerance on Redis, an actor needing a CPU brings up a worker, which
+    goes when the actor is gone; after the head Pod is deleted and a new one is Running and Ready (with the
+    autoscaler sidecar), the same holds: a new actor brings up a worker again, and it goes again."""
+    body = ctx.sample("raycluster-autoscaler-gcs-ft")
+    body["spec"]["autoscalerOptions"]["version"] = version
+    cluster = ctx.create_raycluster(body)
+    cluster.must_be_provisioned()
+
+    # step 1: autoscaling up and down with the first head
+    demand_must_come_and_go(ctx, cluster, "before", when="with the first head")
+
+    # step 2: the head Pod is deleted; a new one comes up
+    old = cluster.head_pod()
+    ctx.core.delete_namespaced_pod(old.metadata.name, ctx.namespace)
+    new = cluster.new_head_must_be_ready(old.metadata.uid, ctx.timeouts.long)
+    containers = [c.name for c in new.spec.containers]
+    assert len(containers) > 1, f"the new head Pod must have the autoscaler sidecar too; containers: {containers}"
+
+    # step 3: autoscaling up and down still works with the new head
+    demand_must_come_and_go(ctx, cluster, "after", when="after the head Pod was replaced")
