@@ -1,5 +1,6 @@
 """What only the RayService tests do: deploy the greeter RayService (samples/rayservice-greeter.yaml, or a variant
-of it that uses the greeter's application ConfigMap), change its reply, and move its replica."""
+of it that uses the greeter's application ConfigMap), change its reply, move its replica, and signal processes
+inside a head's Ray container (through a Ray job on that head)."""
 from __future__ import annotations
 
 import yaml
@@ -45,3 +46,27 @@ def place_replica(service: RayService, obj: dict, actor_options: dict) -> dict:
     cfg = yaml.safe_load(obj["spec"]["serveConfigV2"])
     cfg["applications"][0]["deployments"][0]["ray_actor_options"] = actor_options
     return service.patch({"spec": {"serveConfigV2": yaml.safe_dump(cfg)}})
+
+
+def signal_processes(name: str, sig: str, *, for_s: int = 0) -> str:
+    """Python code for a Ray job on a head (`RayCluster.submit_ray_job`): it sends `sig` (e.g. SIGKILL, SIGSTOP) to
+    every process of the head's Ray container named `name`: its program (gcs_server) or the title Ray gives a worker
+    process (ray::ProxyActor). With `for_s`, it goes on doing so every half second for that long, so a process Ray
+    starts again meanwhile gets the signal too. Single quotes only (the job's entrypoint is `python -c "..."`)."""
+    return f"""
+import os, signal, time
+end = time.time() + {for_s}
+while True:
+    for pid in [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]:
+        try:
+            argv0 = open('/proc/' + pid + '/cmdline', 'rb').read().split(bytes(1))[0].decode(errors='replace')
+            comm = open('/proc/' + pid + '/comm').read().strip()
+        except OSError:
+            continue
+        if comm == '{name}' or os.path.basename(argv0).startswith('{name}'):
+            os.kill(int(pid), signal.{sig})
+            print('SIGNALLED', pid, argv0, flush=True)
+    if time.time() >= end:
+        break
+    time.sleep(0.5)
+"""

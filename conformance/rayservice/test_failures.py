@@ -1,23 +1,32 @@
 """RayServices that cannot work fail visibly: one whose cluster never starts gives up after its
-initializing timeout (while a healthy one with a timeout is not failed by it), and an invalid one is rejected
-without anything being created for it."""
+initializing timeout, for good (while a healthy one with a timeout is not failed by it), and an invalid one is
+rejected without anything being created for it."""
 from __future__ import annotations
 
 import pytest
 
+from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.conditions import condition
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, describe_rayservice
-from rayconformance.fixtures.expect.rayservice_history import distinct_states, timed_out
+from rayconformance.fixtures.expect.rayservice_history import (distinct_states, observed_generation,
+                                                               rayservice_must_stay_timed_out, timed_out)
 
 from .helpers import greeter
 
+# How long the test watches a failed RayService whose spec was fixed for a RayCluster that must not come. The
+# operator reconciles a changed RayService at once (and every 2 s); a new RayCluster would show within one pass.
+STAYS_FAILED_WINDOW_S = 20
+
 
 @pytest.mark.feature("RayServiceInitializingTimeout")
-@pytest.mark.samples("rayservice-never-ready")
+@pytest.mark.samples("rayservice-never-ready", "rayservice-greeter")
 def test_initializing_timeout_fails_a_service_that_never_starts(ctx):
     """A RayService annotated `ray.io/initializing-timeout: 20s` whose RayCluster can never start does not hang:
-    once the timeout has passed it reports Ready=False with reason InitializingTimeout, forgets its RayClusters
-    and deletes them, and records a Warning event RayServiceInitializingTimeout."""
+    once the timeout has passed it reports Ready=False with reason InitializingTimeout, having observed its current
+    generation (status.observedGeneration), forgets its RayClusters and deletes them, and records a Warning event
+    RayServiceInitializingTimeout. The failure is final: fixing its spec afterwards (a cluster that would start, a
+    longer timeout) does not revive it; it stays Ready=False/InitializingTimeout and no RayCluster is created for
+    it (the user deletes and recreates it to recover)."""
     service = ctx.create_rayservice("rayservice-never-ready")
 
     # step 1: it gives up, saying why, and points at no RayCluster any more
@@ -27,12 +36,34 @@ def test_initializing_timeout_fails_a_service_that_never_starts(ctx):
         f"expected the Ready message to name the initializing timeout, observed {message!r}"
     assert not any(active_and_pending_clusters(obj)), \
         f"expected no active or pending RayCluster after the timeout, observed {describe_rayservice(obj)}"
+    generation = obj["metadata"]["generation"]
+    assert observed_generation(obj) == generation, \
+        (f"expected the failed RayService to have observed its generation {generation} (status.observedGeneration), "
+         f"observed {ray.status(obj).get('observedGeneration')!r}")
 
     # step 2: its RayClusters are deleted
     service.clusters_must_be_gone(after="the initializing timeout")
 
     # step 3: a Warning event says so (`kubectl describe rayservice`)
     service.events_must_include([("Warning", "RayServiceInitializingTimeout", None)])
+
+    # step 4: its spec is fixed (the greeter's cluster, which starts, and a 10-minute timeout) ...
+    docs = greeter(ctx)
+    fixed = next(d for d in docs if d["kind"] == "RayService")
+    fixed["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["initContainers"] = None  # (merge patch)
+    ctx.create([d for d in docs if d["kind"] == "ConfigMap"])
+    with service.watch() as watch, ctx.watch("RayCluster") as clusters:
+        fixed_at = watch.clock()
+        patched = service.patch({"metadata": {"annotations": {"ray.io/initializing-timeout": "10m"}},
+                                 "spec": {"rayClusterConfig": fixed["spec"]["rayClusterConfig"],
+                                          "serveConfigV2": fixed["spec"]["serveConfigV2"]}})
+        assert patched["metadata"]["generation"] > generation, \
+            (f"expected fixing the spec to make a new generation (after {generation}), observed "
+             f"{patched['metadata']['generation']}")
+
+        # step 5: ... and it stays failed: no RayCluster, Ready=False/InitializingTimeout
+        rayservice_must_stay_timed_out(watch, clusters, fixed_at, STAYS_FAILED_WINDOW_S,
+                                       after="its spec was fixed")
 
 
 @pytest.mark.feature("RayServiceInitializingTimeout")

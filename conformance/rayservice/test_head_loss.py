@@ -1,19 +1,24 @@
 """A RayService losing its head Pod with no upgrade going on (with GCS fault tolerance it keeps serving; without, its
-applications are deployed again), and which Pods its serve Service routes to (only those with a working Serve
-proxy)."""
+applications are deployed again), its GCS crashing inside the head (with GCS fault tolerance: no failed request),
+and which Pods its serve Service routes to (only those with a working Serve proxy)."""
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
 from rayconformance.fixtures.context import Context
 from rayconformance.fixtures.events import events
+from rayconformance.fixtures.expect.raycluster_pods import head_restarts
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
 from rayconformance.fixtures.expect.rayservice_history import no_raycluster_must_be_created
+from rayconformance.fixtures.expect.traffic import load_generator_must_get_more_answers
 from rayconformance.fixtures.traffic import answered, summary
 
-from .helpers import ON_THE_HEAD, ON_THE_WORKER, deploy, greeter, place_replica
+from .helpers import ON_THE_HEAD, ON_THE_WORKER, deploy, greeter, place_replica, signal_processes
 
 APP = "greeter"
+TRAFFIC_AFTER = 40  # answers the load generator must get after the head is back, before it is stopped
 
 
 # Serial: on a 2-core machine, with other tests running beside it (run headloss-pass1, -n 2), the worker's Serve proxy
@@ -93,6 +98,59 @@ def test_gcs_ft_head_loss_keeps_the_service_on_its_cluster(ctx, redis):
     # back on the new head (the serve Service selected the worker throughout: step 8)
     ctx.measure("head_loss.worker_readiness_failures", readiness_failures(ctx, [n for n, _ in workers.values()]))
     ctx.measure("head_loss.failed_requests", stats["failures"])
+
+
+# Serial, as the head loss above: the GCS coming back from Redis on a 2-core bed must not compete with other tests.
+@pytest.mark.serial
+@pytest.mark.feature("RayServiceHeadLossWithGCSFT", "RayClusterGCSFaultTolerance")
+@pytest.mark.samples("rayservice-greeter", "rayservice-greeter-ft", "loadgen")
+def test_gcs_crash_in_the_head_keeps_serving_without_failures(ctx, redis):
+    """With GCS fault tolerance (external Redis) and the head kept out of the serve Service, the GCS process dying
+    inside the active RayCluster's head (no upgrade going on) restarts the head's Ray container once, in the same
+    head Pod (not replaced), and costs the clients nothing: the RayService stays on the same RayCluster (no pending
+    or new one), the worker is neither replaced nor restarted, Ray lists the head and the worker as alive again, the
+    Serve application is RUNNING, and not one request sent through the serve Service under steady load fails,
+    from before the crash until after the head is back. (KubeRay's e2e TestRayServiceGCSFaultTolerance.)"""
+    service, obj = deploy(ctx, greeter(ctx, "rayservice-greeter-ft"))
+    cluster = ctx.raycluster(active_and_pending_clusters(obj)[0])
+    head = cluster.head_pod()
+    restarts = head_restarts(head)
+    workers = cluster.worker_pods_now()
+    gen = service.start_traffic()
+
+    with service.watch() as watch, ctx.watch("RayCluster") as clusters:
+        # step 1: the GCS process dies inside the head's Ray container
+        ctx.measure("gcs_crash.killed_at_s", gen.elapsed())
+        code, answer = cluster.submit_ray_job(signal_processes("gcs_server", "SIGKILL"),
+                                              f"rc-kill-gcs-{uuid.uuid4().hex[:6]}")
+        assert code == 200, f"the Jobs API refused the job that kills the GCS: HTTP {code} {answer[:300]}"
+
+        # step 2: the head's Ray container restarts once, in the same head Pod
+        again = cluster.head_must_restart_in_place(head.metadata.uid, restarts, ctx.timeouts.long)
+        ctx.measure("gcs_crash.head_ready_again_at_s", gen.elapsed())
+        assert head_restarts(again) == restarts + 1, \
+            (f"expected the head's Ray container to restart once after its GCS died (restartCount {restarts} -> "
+             f"{restarts + 1}), observed restartCount {head_restarts(again)}")
+
+        # step 3: the RayService serves from the same RayCluster, its application RUNNING
+        service.must_serve_again_from(watch, cluster.name, APP, after="the GCS crash in its head")
+
+        # step 4: Ray lists the head and the worker as alive: the worker is back with the restarted GCS
+        cluster.ray_must_list_alive_nodes(1 + len(workers))
+        ctx.measure("gcs_crash.nodes_alive_at_s", gen.elapsed())
+
+        # step 5: the worker Pod that served meanwhile is the same Pod, not restarted
+        cluster.workers_must_be_kept(workers, through="the GCS crash in the head")
+
+        # step 6: no RayCluster was created
+        no_raycluster_must_be_created(clusters, through="the GCS crash in the head (no upgrade going on)")
+
+    # step 7: not one request failed, from before the crash until after the head was back (and 40 answers more)
+    load_generator_must_get_more_answers(gen, gen.stats(), TRAFFIC_AFTER, ctx.timeouts.medium,
+                                         after="the head came back")
+    stats = service.stop_traffic(gen)
+    assert stats["failures"] == 0, \
+        f"with GCS fault tolerance, a GCS crash in the head must not fail requests: {summary(stats)}"
 
 
 def readiness_failures(ctx: Context, pods: list[str]) -> list[str]:

@@ -1,5 +1,6 @@
-"""Incremental RayService upgrade (NewClusterWithIncrementalUpgrade) through a real Gateway: traffic moves to
-the new cluster in steps of stepSizePercent, at most every intervalSeconds, and no request fails; reverting the
+"""Incremental RayService upgrade (NewClusterWithIncrementalUpgrade) through a real Gateway, with each of KubeRay's
+option sets: traffic moves to the new cluster through the HTTPRoute in steps of stepSizePercent, capacity in steps
+of maxSurgePercent, one way only, at most every intervalSeconds, and no request fails; reverting the
 spec mid-upgrade rolls the traffic back; options that cannot work are refused."""
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import copy
 import datetime as dt
 
 import pytest
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from rayconformance.fixtures.context import Context
@@ -15,18 +17,26 @@ from rayconformance.fixtures.expect.incremental import traffic
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
 from rayconformance.fixtures.expect.traffic import answers_must_come_from, load_generator_must_get_more_answers
 from rayconformance.fixtures.traffic import answered, summary
+from rayconformance.fixtures.waiting import wait_until
+from rayconformance.fixtures.watch import Watch
 
 from .helpers import deploy, greeter
 
-STEP, INTERVAL, SURGE = 25, 10, 50
+STEP, INTERVAL, SURGE = 25, 10, 50  # the rollback test's options
+
+# KubeRay's e2e sets (TestRayServiceIncrementalUpgrade): name -> (stepSizePercent, intervalSeconds, maxSurgePercent)
+UPGRADE_SETS = {"BlueGreen": (100, 1, 100), "AggressiveGradual": (25, 5, 50), "ConservativeGradual": (5, 10, 25)}
+GATEWAY_API = ("gateway.networking.k8s.io", "v1")
 
 
-def incremental_service(ctx: Context, class_name: str) -> list[dict]:
-    """The greeter upgraded incrementally through the Gateway class `class_name`, with the Ray autoscaler on."""
+def incremental_service(ctx: Context, class_name: str, step: int = STEP, interval: int = INTERVAL,
+                        surge: int = SURGE) -> list[dict]:
+    """The greeter upgraded incrementally through the Gateway class `class_name` (stepSizePercent `step`,
+    intervalSeconds `interval`, maxSurgePercent `surge`), with the Ray autoscaler on."""
     docs = greeter(ctx)
     rs = next(d for d in docs if d["kind"] == "RayService")
     rs["spec"]["upgradeStrategy"] = {"type": "NewClusterWithIncrementalUpgrade", "clusterUpgradeOptions": {
-        "maxSurgePercent": SURGE, "stepSizePercent": STEP, "intervalSeconds": INTERVAL, "gatewayClassName": class_name}}
+        "maxSurgePercent": surge, "stepSizePercent": step, "intervalSeconds": interval, "gatewayClassName": class_name}}
     rs["spec"]["rayClusterDeletionDelaySeconds"] = 5
     cfg = rs["spec"]["rayClusterConfig"]
     cfg["enableInTreeAutoscaling"] = True
@@ -42,35 +52,91 @@ def incremental_service(ctx: Context, class_name: str) -> list[dict]:
     return docs
 
 
+def split(obj: dict) -> tuple:
+    """(active traffic, active capacity, pending traffic, pending capacity, pending lastTrafficMigratedTime)."""
+    active, pending = traffic(obj, "activeServiceStatus"), traffic(obj, "pendingServiceStatus")
+    return active[0], active[1], pending[0], pending[1], pending[2]
+
+
+def one_way(values: list, up: bool) -> bool:
+    """The values (None: not reported yet, skipped) only grow (`up`) or only shrink."""
+    seen = [v for v in values if v is not None]
+    return all((b >= a) if up else (b <= a) for a, b in zip(seen, seen[1:]))
+
+
+def backends(route: dict) -> list[tuple[str, int | None]]:
+    """(Service, weight) of each backend of the HTTPRoute's first rule."""
+    rules = (route.get("spec") or {}).get("rules") or [{}]
+    return [(b.get("name"), b.get("weight")) for b in rules[0].get("backendRefs") or []]
+
+
 @pytest.mark.feature("RayServiceIncrementalUpgrade")
 @pytest.mark.samples("rayservice-greeter", "loadgen")
-def test_traffic_shifts_in_steps_without_failures(ctx, gateway):
-    """An incremental upgrade through a Gateway moves traffic to the new RayCluster only upward, in steps of
-    stepSizePercent (several intermediate ones), at most every intervalSeconds; both clusters answer along
-    the way, and no request fails."""
+@pytest.mark.parametrize("options", list(UPGRADE_SETS))
+def test_traffic_shifts_in_steps_without_failures(ctx, gateway, options):
+    """An incremental upgrade through a Gateway (KubeRay's three option sets: blue/green in one step of 100%, 25%
+    steps every 5 s with a 50% surge, 5% steps every 10 s with a 25% surge) creates the new RayCluster's own serve
+    Service and routes to both clusters through the RayService's HTTPRoute (two backends: the old cluster's serve
+    Service, then the new one's, weights adding up to 100). Target capacity and traffic move one way only (the old
+    cluster's down, the new one's up), traffic in steps of stepSizePercent (every step seen) and capacity in steps
+    of maxSurgePercent, at most every intervalSeconds; both clusters answer along the way, and no request fails."""
+    step, interval, surge = UPGRADE_SETS[options]
     gateway_class = gateway()
-    service, obj = deploy(ctx, incremental_service(ctx, gateway_class.class_name))
+    service, obj = deploy(ctx, incremental_service(ctx, gateway_class.class_name, step, interval, surge))
     old, _ = active_and_pending_clusters(obj)
     service.gateway_must_be_programmed()
-
     gen = service.start_traffic(url=gateway_class.url)
 
-    service.trigger_upgrade("incremental")
-    # seen: (pending traffic, pending capacity, pending lastTrafficMigratedTime) as they changed
-    obj, seen = service.incremental_upgrade_must_complete(old, gen)
-    new, _ = active_and_pending_clusters(obj)
-    answers_must_come_from(gen, new, ctx.timeouts.medium)
-    stats = service.stop_traffic(gen)
-    ctx.measure("incremental.steps", [list(t) for t in seen])
+    routes = Watch(client.CustomObjectsApi(ctx.k8s).list_namespaced_custom_object, *GATEWAY_API, ctx.namespace,
+                   "httproutes", what=f"the HTTPRoutes in {ctx.namespace}")
+    with service.watch() as watch, routes:
+        # step 1: the upgrade starts; the new RayCluster gets its own serve Service
+        service.trigger_upgrade("incremental")
+        pending = service.must_have_pending_cluster()
+        old_svc, new_svc = f"{old}-serve-svc", f"{pending}-serve-svc"
+        wait_until(lambda: ctx.core.read_namespaced_service(new_svc, ctx.namespace), lambda svc: svc is not None,
+                   f"the serve Service {new_svc} of the new RayCluster {pending}", ctx.timeouts.short)
 
-    routed = [t[0] for t in seen if t[0] is not None]
-    assert routed == sorted(routed), f"traffic to the new cluster must only grow: {routed}"
-    assert all(p % STEP == 0 or p == 100 for p in routed), f"traffic must move in steps of {STEP}%: {routed}"
-    intermediate = sorted({p for p in routed if 0 < p < 100})
-    assert len(intermediate) >= 2, f"expected several intermediate traffic steps, observed {routed}"
-    times = [dt.datetime.fromisoformat(t[2].replace("Z", "+00:00")) for t in seen if t[2]]
-    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:]) if b != a]
-    assert all(g >= INTERVAL - 1 for g in gaps), f"traffic moved faster than every {INTERVAL}s: gaps {gaps}"
+        # step 2: the upgrade completes
+        obj, _ = service.incremental_upgrade_must_complete(old, gen)
+        new, _ = active_and_pending_clusters(obj)
+        answers_must_come_from(gen, new, ctx.timeouts.medium)
+    watch.must_not_have_failed()
+    routes.must_not_have_failed()
+    stats = service.stop_traffic(gen)
+    assert new == pending, f"expected the upgrade to end on the new RayCluster {pending}, observed {new}"
+
+    # step 3: the HTTPRoute routed to both serve Services, old then new, the new one's weight only growing
+    routed = [backends(v.obj) for v in routes.snapshot() if v.name == f"{service.name}-httproute"]
+    both = [b for b in routed if [n for n, _ in b] == [old_svc, new_svc]]
+    ctx.measure("incremental.route_weights", [[w for _, w in b] for b in both])
+    assert both, (f"expected the HTTPRoute {service.name}-httproute to route to {old_svc} and {new_svc} during the "
+                  f"upgrade, observed backends {routed}")
+    assert all(sum(w or 0 for _, w in b) == 100 for b in both) and one_way([b[1][1] for b in both], up=True), \
+        f"the HTTPRoute's weights must add up to 100 and move to {new_svc} only: {[[w for _, w in b] for b in both]}"
+
+    # step 4: capacity and traffic moved one way, in steps, at most every intervalSeconds
+    seen = [split(v.obj) for v in watch.snapshot() if active_and_pending_clusters(v.obj) == (old, pending)]
+    steps = [t for i, t in enumerate(seen) if i == 0 or t != seen[i - 1]]
+    ctx.measure("incremental.steps", [list(t) for t in steps])
+    columns = dict(zip(("active traffic", "active capacity", "pending traffic", "pending capacity"), zip(*steps)))
+    wrong = [name for name, values in columns.items() if not one_way(list(values), up=name.startswith("pending"))]
+    assert not wrong, (f"the old cluster's traffic and capacity must only shrink and the new one's only grow; "
+                       f"{', '.join(wrong)} did not: (active traffic, active capacity, pending traffic, pending "
+                       f"capacity, pending lastTrafficMigratedTime) {steps}")
+    moved = [p for p in columns.get("pending traffic", ()) if p is not None]
+    expected = list(range(step, 100, step))
+    assert sorted({p for p in moved if 0 < p < 100}) == expected and all(p % step == 0 for p in moved), \
+        f"traffic must move to the new cluster in steps of {step}% (each of {expected} seen), observed {moved}"
+    capacity = [c for c in columns.get("pending capacity", ()) if c is not None]
+    assert all(c % surge == 0 or c == 100 for c in capacity), \
+        f"the new cluster's target capacity must grow in steps of maxSurgePercent {surge}%, observed {capacity}"
+    times = sorted({dt.datetime.fromisoformat(t[4].replace("Z", "+00:00")) for t in steps if t[4]})
+    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:])]
+    # lastTrafficMigratedTime has whole seconds: a gap of intervalSeconds may read one second less
+    assert all(g >= interval - 1 for g in gaps), f"traffic moved faster than every {interval}s: gaps {gaps}"
+
+    # step 5: both clusters answered, and no request failed
     answers = " ".join(stats["answers"])
     assert old in answers and new in answers, f"expected answers from both {old} and {new}: {stats['answers']}"
     assert stats["failures"] == 0, f"an incremental upgrade must not fail requests: {summary(stats)}"

@@ -1,12 +1,16 @@
-"""Zero-downtime RayService upgrade (NewCluster) under continuous traffic, and head Pod failure during it."""
+"""Zero-downtime RayService upgrade (NewCluster) under continuous traffic, and head Pod (or its Serve proxy) failure
+during it."""
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
+from rayconformance.fixtures.expect.conditions import has_condition
+from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, describe_rayservice
 from rayconformance.fixtures.traffic import summary
 
-from .helpers import deploy, greeter
+from .helpers import deploy, greeter, signal_processes
 
 # How long the upgraded application's replica takes to start (samples/rayservice-greeter.yaml reads it): long
 # enough to lose the pending head between the operator's submission and the application running.
@@ -96,3 +100,52 @@ def test_active_head_failure_with_gcs_ft_does_not_break_upgrade(ctx, redis):
         (f"requests may fail within at most {ACTIVE_HEAD_FAILURE_WINDOW_S}s when the active head is lost during an "
          f"upgrade (killed at {killed_at}s); they failed from {stats['first_failure_s']}s to "
          f"{stats['last_failure_s']}s: {summary(stats)}")
+
+
+# How long the new RayCluster's head waits before Ray starts (an init container): time to make the old head's Serve
+# proxy fail, and to see the operator react, before the switch.
+NEW_HEAD_DELAY_S = 30
+
+
+@pytest.mark.feature("RayServiceHeadFailureDuringUpgrade", "RayServiceServeEndpoints")
+@pytest.mark.samples("rayservice-greeter")
+def test_old_head_proxy_failure_during_upgrade_moves_serving_to_the_new_head(ctx):
+    """During a NewCluster upgrade, the Serve proxy of the active RayCluster's head (its only one) stops answering:
+    the operator labels that head `ray.io/serve: "false"`, the serve Service routes to no Pod, and the RayService
+    reports Ready=False with reason ZeroServeEndpoints while the upgrade is in progress (UpgradeInProgress=True);
+    the upgrade still completes: traffic switches to the new RayCluster, whose head becomes the serve Service's only
+    endpoint, and the RayService is Ready and answers again. (KubeRay's e2e TestOldHeadPodFailDuringUpgrade.)"""
+    service, obj = deploy(ctx)
+    old, _ = active_and_pending_clusters(obj)
+    head = service.head_must_be_labeled_serving(old, "true", why="its Serve proxy answers").metadata.name
+    service.serve_endpoints_must_be(old, [head], why="the head runs the only Serve proxy")
+
+    # step 1: an upgrade whose new head starts Ray only after a while
+    spec = obj["spec"]["rayClusterConfig"]
+    spec["headGroupSpec"]["template"]["spec"]["initContainers"] = [
+        {"name": "delay", "image": "busybox:1.36", "command": ["sleep", str(NEW_HEAD_DELAY_S)]}]
+    service.patch({"spec": {"rayClusterConfig": spec, "rayClusterDeletionDelaySeconds": 5}})
+    pending = service.must_have_pending_cluster()
+
+    # step 2: the Serve proxy of the old head stops answering (its process stopped, and any Ray starts again)
+    code, answer = ctx.raycluster(old).submit_ray_job(
+        signal_processes("ray::ProxyActor", "SIGSTOP", for_s=int(ctx.timeouts.long)),
+        f"rc-stop-proxy-{uuid.uuid4().hex[:6]}")
+    assert code == 200, f"the Jobs API refused the job that stops the head's Serve proxy: HTTP {code} {answer[:300]}"
+
+    # step 3: the operator labels the old head as not serving, and the serve Service routes to no Pod
+    service.head_must_be_labeled_serving(old, "false", why="its Serve proxy stopped answering")
+    service.serve_endpoints_must_be(old, [], why="the old head's Serve proxy stopped answering")
+
+    # step 4: the RayService is not Ready, for want of serve endpoints, while the upgrade is in progress
+    obj = service.must_report_condition("Ready", "False", "ZeroServeEndpoints")
+    assert active_and_pending_clusters(obj) == (old, pending) and has_condition(obj, "UpgradeInProgress", "True"), \
+        (f"expected Ready=False/ZeroServeEndpoints during the upgrade from {old} to {pending} "
+         f"(UpgradeInProgress=True), observed {describe_rayservice(obj)}")
+
+    # step 5: the upgrade completes: the new head is the serve Service's only endpoint, and it answers
+    new = service.must_switch(old)
+    new_head = service.head_must_be_labeled_serving(new, "true", why="its Serve proxy answers").metadata.name
+    service.serve_endpoints_must_be(new, [new_head], why="the new head's proxy answers and the old head is gone")
+    service.must_be_ready(ctx.timeouts.short)
+    service.serve_service_must_answer(body=f"v1 from {new}")

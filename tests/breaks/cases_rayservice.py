@@ -67,7 +67,6 @@ CASES = [
     Case("pending_head_failure_does_not_break_upgrade", "switch", patch="rayservice-no-resubmit-after-head-loss"),
     Case("active_head_failure_with_gcs_ft_does_not_break_upgrade", "at most",
          samples={"rayservice-greeter-ft": serve_from_slow_head_without_ft}),
-    Case("traffic_shifts_in_steps_without_failures", "Gateway|Ready=True", gates={"RayServiceIncrementalUpgrade": False}),
     # The operator reports UpgradeInProgress=False while a pending cluster exists.
     Case("upgrade_progress_shows_in_conditions", "UpgradeInProgress=False/BothActivePendingClustersExist",
          patch="rayservice-upgrade-not-in-progress"),
@@ -136,10 +135,10 @@ CASES = [
     # RAYCONF_OPERATOR_TREE): a suspend leaves the RayService's Services behind
     *(Case(test, "no RayCluster or Service left", profile="kuberay-v1.7.0", local=True,
            tree_patch="v1.7.0/rayservice-suspend-keeps-services")
+      for test in ("suspend_deletes_everything_and_resume_serves_again", "suspend_during_upgrade_removes_both_clusters")),
     # once suspended, UpgradeInProgress and RollbackInProgress are removed instead of kept as False/SuspendComplete
     Case("suspend_deletes_everything_and_resume_serves_again", "must keep UpgradeInProgress as False/SuspendComplete",
          profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayservice-suspend-drops-upgrade-conditions"),
-      for test in ("suspend_deletes_everything_and_resume_serves_again", "suspend_during_upgrade_removes_both_clusters")),
     # resuming does not reset Ready to Initializing
     Case("suspend_deletes_everything_and_resume_serves_again", "Ready=False/Initializing", profile="kuberay-v1.7.0",
          local=True, tree_patch="v1.7.0/rayservice-resume-keeps-ready"),
@@ -154,4 +153,22 @@ CASES = [
     # the RayService's RayCluster made without enableInTreeAutoscaling: Serve's second replica never gets a worker
     Case("load_scales_replicas_and_workers_up_and_back", "second replica under load",
          patch="rayservice-cluster-drops-autoscaling"),
+    # rayservice helper
+    # A spec change lifts the InitializingTimeout failure (the terminal check compares the condition's generation):
+    # the fixed RayService gets a new RayCluster.
+    Case("initializing_timeout_fails_a_service_that_never_starts", "must stay failed after its spec was fixed",
+         patch="rayservice-spec-change-lifts-initializing-timeout"),
+    # The GCS crash makes the head Pod not ready for a while, and the patched operator replaces the RayCluster for it.
+    Case("gcs_crash_in_the_head_keeps_serving_without_failures", r"must stay on RayCluster \S+ with no pending one",
+         patch="rayservice-replaces-cluster-on-head-loss", timeout_scale=0.5),
+    # Once labeled ray.io/serve=true, a head keeps the label though its Serve proxy stops answering.
+    Case("old_head_proxy_failure_during_upgrade_moves_serving_to_the_new_head", r"labeled ray.io/serve='false'",
+         patch="rayservice-head-keeps-serve-label-when-proxy-fails"),
+    # Without the feature gate the operator refuses incremental upgrades: the RayService never gets Ready.
+    *(Case(f"traffic_shifts_in_steps_without_failures[{options}]", "Gateway|Ready=True",
+           gates={"RayServiceIncrementalUpgrade": False})
+      for options in ("BlueGreen", "AggressiveGradual", "ConservativeGradual")),
+    # intervalSeconds read as milliseconds: traffic moves a step on every pass, not every 5 s.
+    Case("traffic_shifts_in_steps_without_failures[AggressiveGradual]", "traffic moved faster than every 5s",
+         patch="rayservice-incremental-interval-in-milliseconds", timeout_scale=1.0),
 ]
