@@ -8,7 +8,7 @@ import time
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import describe_rayjob, seconds
+from rayconformance.fixtures.expect.rayjob import describe_rayjob, rayjob_workers_must_remain, seconds
 
 
 @pytest.mark.feature("RayJobTTLAfterFinished")
@@ -70,7 +70,8 @@ DELETES = {"DeleteWorkers": (True, False, False), "DeleteCluster": (True, True, 
            "DeleteSelf": (True, True, True), "DeleteNone": (False, False, False)}
 # (case id, when the rule applies, its policy); "legacy" is onSuccess/onFailure with shutdownAfterJobFinishes
 POLICIES = [(f"{when}-{policy}", when, policy) for when in ("succeeded", "failed") for policy in DELETES] + [
-    ("legacy-onSuccess-DeleteWorkers", "legacy", "DeleteWorkers")]
+    ("legacy-onSuccess-DeleteWorkers", "legacy", "DeleteWorkers"),
+    ("legacy-onSuccess-DeleteCluster", "legacy", "DeleteCluster")]
 
 
 def deletion_strategy(body: dict, when: str, policy: str) -> None:
@@ -93,7 +94,7 @@ def test_each_deletion_policy_deletes_only_its_part(ctx, case):
     the rule's policy names once it finished: DeleteWorkers its worker Pods (the RayCluster and its head stay),
     DeleteCluster its RayCluster (the RayJob stays), DeleteSelf the RayJob and with it its RayCluster, DeleteNone
     nothing. The legacy onSuccess policy, with shutdownAfterJobFinishes, acts the same way (DeleteWorkers keeps the
-    RayCluster that shutdownAfterJobFinishes alone would delete)."""
+    RayCluster that shutdownAfterJobFinishes alone would delete; DeleteCluster deletes it, keeping the RayJob)."""
     _, when, policy = case
     workers_go, cluster_goes, job_goes = DELETES[policy]
     body = ctx.sample("rayjob-deletion-rules")
@@ -138,3 +139,33 @@ def test_each_deletion_policy_deletes_only_its_part(ctx, case):
         assert workers and kept == workers, (f"expected {rule} to keep the worker Pods of RayCluster {cluster.name}; "
                                              f"observed {len(workers)} worker Pods when the job ended, "
                                              f"{len(kept & workers)} of them left {KEPT_WINDOW_S} s later")
+
+
+@pytest.mark.feature("RayJobDeletionRules")
+@pytest.mark.samples("rayjob-deletion-rules")
+def test_delete_workers_rule_waits_for_its_ttl(ctx):
+    """A RayJob whose one rule says DeleteWorkers 20 seconds after the job SUCCEEDED keeps its worker Pods for
+    those 20 seconds after the job ended, then loses them, while its RayCluster, the head Pod and the RayJob
+    stay."""
+    ttl = 20
+    body = ctx.sample("rayjob-deletion-rules")
+    body["metadata"]["name"] = "delete-workers-later"
+    body["spec"]["deletionStrategy"] = {"deletionRules": [
+        {"policy": "DeleteWorkers", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": ttl}}]}
+    rule = f"DeleteWorkers (the job succeeded, ttlSeconds {ttl})"
+    job = ctx.create_rayjob(body)
+
+    cluster = job.must_create_its_cluster()
+    ended = seconds(ray.status(job.must_succeed())["endTime"])
+
+    # step 1: the workers are kept while the rule's TTL runs
+    rayjob_workers_must_remain(ctx.k8s, ctx.namespace, cluster.name, ended + ttl - 1,
+                               why=f"until {rule} is due, {ttl}s after the job ended")
+
+    # step 2: then they go, and only they
+    cluster.workers_must_be_deleted(after=f"{rule} was due")
+    until = time.time() + KEPT_WINDOW_S
+    cluster.must_remain(until, why=f"{rule} does not delete the RayCluster")
+    heads = [p.metadata.name for p in cluster.pods("head")]
+    assert heads, f"expected {rule} to keep the head Pod of RayCluster {cluster.name}; observed no head Pod"
+    job.must_remain(until, why=f"{rule} does not delete the RayJob")

@@ -45,6 +45,39 @@ def delete_selected_cluster_when_job_finished(api: client.ApiClient, stop: threa
 
 
 CASES = [
+    # lifecycle helper
+    # a Ray job outliving its submitter's grace period reported as an application failure
+    Case("job_outliving_its_submitter_ends_failed_after_grace", "JobDeploymentStatusTransitionGracePeriodExceeded",
+         patch="rayjob-grace-period-reported-app-failed"),
+    # the RayCluster's status never copied into the RayJob's
+    Case("rayjob_shows_its_cluster_status", "status.rayClusterStatus", patch="rayjob-cluster-status-not-copied"),
+    # preRunningDeadlineSeconds never checked: the RayJob waits for a job id for ever
+    Case("pre_running_deadline_ends_job_waiting_for_job_id", "PreRunningDeadlineExceeded",
+         patch="rayjob-ignores-pre-running-deadline"),
+    # deletion rules' ttlSeconds ignored: the workers go as soon as the job ends
+    Case("delete_workers_rule_waits_for_its_ttl", "to remain|worker Pods to keep",
+         patch="rayjob-deletion-rules-ignore-ttl"),
+    Case("each_deletion_policy_deletes_only_its_part[legacy-onSuccess-DeleteCluster]", "DeleteCluster",
+         patch="rayjob-deletion-policies-mixed-up"),
+    # an application failure on the selected RayCluster reported as SubmissionFailed
+    Case("failing_job_on_selected_cluster_ends_failed", "reason=AppFailed", patch="rayjob-failure-reasons-swapped"),
+    Case("selector_job_managed_elsewhere_is_left_alone", "left alone", patch="rayjob-ignores-managed-by"),
+    # a Complete RayJob suspended (its submitter Job deleted with its cluster)
+    Case("finished_job_ignores_suspend_and_keeps_its_submitter", "keep jobDeploymentStatus=Complete",
+         patch="rayjob-finished-job-suspended"),
+    # the RayJob's RayCluster created without its owner reference: deleting the RayJob leaves it
+    Case("deleting_failed_job_deletes_its_cluster_and_submitter", "to be gone after its RayJob",
+         patch="rayjob-cluster-not-owned"),
+    # shutdownAfterJobFinishes deletes the submitter Job with the RayCluster
+    Case("failed_submission_deletes_cluster_keeps_submitter", "keep its failed submitter Job",
+         patch="rayjob-shutdown-deletes-submitter"),
+    Case("finished_job_ignores_suspend_and_keeps_its_submitter", "outlive its RayCluster",
+         patch="rayjob-shutdown-deletes-submitter"),
+    # (no shutdownAfterJobFinishes: the RayCluster stays after the failed submission)
+    Case("failed_submission_deletes_cluster_keeps_submitter", "to be gone after the submission failed",
+         samples={"rayjob-submission-failure": set_field(["spec", "shutdownAfterJobFinishes"], False)}),
+    Case("delete_workers_rule_waits_for_its_ttl", "RayCluster itself kept", patch="rayjob-delete-workers-deletes-cluster"),
+    # (end of lifecycle helper's cases)
     Case("job_runs_to_completion_and_cluster_is_removed", "shutdownAfterJobFinishes",
          samples={"rayjob-basic": set_field(["spec", "shutdownAfterJobFinishes"], False)}),
     Case("failing_entrypoint_ends_failed", "reason=AppFailed",
