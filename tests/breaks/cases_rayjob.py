@@ -174,4 +174,13 @@ CASES = [
     # KubeRay v1.7.0 patched: the status-check failures are never timed (the job stays Running)
     Case("unreachable_job_ends_with_status_check_timeout", "JobStatusCheckTimeoutExceeded", profile="kuberay-v1.7.0",
          local=True, tree_patch="v1.7.0/rayjob-no-status-check-timeout", timeout_scale=0.5),
+    # samples helper
+    # KubeRay's own samples under an operator creating one worker Pod more than a group's replicas: the RayJob's
+    # cluster never reaches status.state ready (the batch samples are skipped on the bed: pip from PyPI)
+    *(Case(f"kuberay_rayjob_sample[{s}]", "status.state=ready", patch="raycluster-one-worker-too-many",
+           timeout_scale=0.5)
+      for s in ("ray-job.custom-head-svc.yaml", "ray-job.resources.yaml", "ray-job.sample.yaml",
+                "ray-job.shutdown.yaml")),
+    Case("kuberay_interactive_rayjob_sample[ray-job.interactive-mode.yaml]", "status.state=ready",
+         patch="raycluster-one-worker-too-many", timeout_scale=0.5),
 ]

@@ -171,4 +171,11 @@ CASES = [
     # intervalSeconds read as milliseconds: traffic moves a step on every pass, not every 5 s.
     Case("traffic_shifts_in_steps_without_failures[AggressiveGradual]", "traffic moved faster than every 5s",
          patch="rayservice-incremental-interval-in-milliseconds", timeout_scale=1.0),
+    # samples helper
+    # KubeRay's own samples under an operator creating one worker Pod more than a group's replicas: the cluster is
+    # never ready, the RayService never Running (all four are skipped on the bed: working_dir from github.com)
+    *(Case(f"kuberay_rayservice_sample[{s}]", "serviceStatus Running", patch="raycluster-one-worker-too-many",
+           timeout_scale=0.5)
+      for s in ("ray-service.custom-serve-service.yaml", "ray-service.different-port.yaml",
+                "ray-service.high-availability.yaml", "ray-service.sample.yaml")),
 ]
