@@ -225,4 +225,18 @@ CASES = [
                 "ray-cluster.head-command.yaml", "ray-cluster.overwrite-command.yaml", "ray-cluster.py-spy.yaml",
                 "ray-cluster.sample.yaml", "ray-cluster.separate-ingress.yaml", "ray-cluster.tls.yaml",
                 "ray-cluster.fluentbit.yaml")),
+    # multihost helper
+    # a replaced single-host worker, or a new one, takes the index after the highest in use, never a freed one
+    Case("single_host_replicas_keep_their_index", r"carry ray.io/worker-group-replica-index \[0, 1, 2\]",
+         patch="raycluster-replica-index-not-reused", timeout_scale=0.5),
+    # a slice that lost one of its Pods is kept as it is (counted whole): the rest of it is not deleted, nothing
+    # is recreated
+    Case("multi_host_replicas_come_and_go_as_whole_slices", r"slice \d to be recreated after its Pod",
+         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
+    Case("multi_host_tpu_slice_hosts_get_their_chips", "the TPU slice to be recreated",
+         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
+    # without in-tree autoscaling nobody scales the slice group for the TPU demand
+    Case("autoscaler_adds_and_removes_whole_slices", "one replica of demand",
+         samples={"raycluster-multi-host-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)},
+         timeout_scale=0.5),
 ]
