@@ -1,8 +1,11 @@
-"""Autoscaler v2 with placement groups, and with worker groups changed while it runs: a raised or lowered
+"""Autoscaler v1 and v2 with placement groups, and with worker groups changed while they run: a raised or lowered
 maxReplicas, a worker group added to a running cluster."""
 from __future__ import annotations
 
 import pytest
+
+VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
+            pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))]
 
 # A detached placement group of {n} half-CPU bundles that must each land on a node of its own (STRICT_SPREAD): the
 # head has no CPU, and one 1-CPU worker would hold them all but for the strategy. Not waited for here.
@@ -46,10 +49,10 @@ print('PINGS', ray.get([ray.get_actor(f'holder-{{i}}').ping.remote() for i in ra
 """
 
 
-def v2_cluster(ctx):
-    """The autoscaler sample with autoscaler v2 (group small: 1-CPU workers, 0 to 2, idle after 15 s), up."""
+def autoscaled_cluster(ctx, version: str):
+    """The autoscaler sample with autoscaler `version` (group small: 1-CPU workers, 0 to 2, idle after 15 s), up."""
     body = ctx.sample("raycluster-autoscaler")
-    body["spec"]["autoscalerOptions"]["version"] = "v2"
+    body["spec"]["autoscalerOptions"]["version"] = version
     cluster = ctx.create_raycluster(body)
     cluster.must_be_provisioned()
     return cluster, body
@@ -63,13 +66,14 @@ def set_group(cluster, group: str, **fields) -> None:
 
 
 @pytest.mark.feature("RayClusterAutoscalerPlacementGroups")
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.samples("raycluster-autoscaler")
-def test_placement_group_scales_workers_and_keeps_them(ctx):
-    """With autoscaler v2, a placement group whose two half-CPU bundles must be on different nodes
-    (STRICT_SPREAD) brings up two 1-CPU workers, one per bundle, though one would have the CPUs for both. While the
-    placement group exists its workers are never removed, however long past the idle timeout they run no task;
-    once it is removed they are idle, and the autoscaler removes them."""
-    cluster, body = v2_cluster(ctx)
+def test_placement_group_scales_workers_and_keeps_them(ctx, version):
+    """With autoscaler v1 or v2, a placement group whose two half-CPU bundles must be on different nodes (STRICT_SPREAD)
+    brings up two 1-CPU workers, one per bundle, though one would have the CPUs for both. While the placement group
+    exists its workers are never removed, however long past the idle timeout they run no task; once it is removed they
+    are idle, and the autoscaler removes them."""
+    cluster, body = autoscaled_cluster(ctx, version)
     idle = body["spec"]["autoscalerOptions"]["idleTimeoutSeconds"]
 
     # step 1: the placement group's demand brings up one worker per bundle, and the group gets placed
@@ -98,12 +102,13 @@ def test_placement_group_scales_workers_and_keeps_them(ctx):
 
 
 @pytest.mark.feature("RayClusterAutoscalerSpecChanges")
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.samples("raycluster-autoscaler")
-def test_max_replicas_changed_under_demand(ctx):
-    """With autoscaler v2 and demand for three 1-CPU workers in a group capped at maxReplicas 2, the group holds 2
-    workers; raising maxReplicas to 3 while the demand lasts adds the third (every actor of the demand then runs),
-    and lowering it to 1 takes the group down to a single worker, demand or not, never above the cap in force."""
-    cluster, body = v2_cluster(ctx)
+def test_max_replicas_changed_under_demand(ctx, version):
+    """With autoscaler v1 or v2 and demand for three 1-CPU workers in a group capped at maxReplicas 2, the group holds 2
+    workers; raising maxReplicas to 3 while the demand lasts adds the third (every actor of the demand then runs), and
+    lowering it to 1 takes the group down to a single worker, demand or not, never above the cap in force."""
+    cluster, body = autoscaled_cluster(ctx, version)
     group = body["spec"]["workerGroupSpecs"][0]["groupName"]
 
     # step 1: demand for 3 workers, capped at 2
@@ -160,14 +165,15 @@ print('KILLED', '{name}')
 
 
 @pytest.mark.feature("RayClusterAutoscalerSpecChanges")
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.samples("raycluster-autoscaler")
-def test_worker_group_added_while_running(ctx):
-    """With autoscaler v2, a worker group added to a running cluster (offering a Ray resource of its own, no CPU)
+def test_worker_group_added_while_running(ctx, version):
+    """With autoscaler v1 or v2, a worker group added to a running cluster (offering a Ray resource of its own, no CPU)
     is scaled for its own demand, and the group that was there keeps being scaled for its: with one worker of the
     first group running an actor, an actor needing the new group's resource brings up a worker of the new group and
     none of the first; a second CPU actor then takes the first group up to 2 workers; once the new group's actor is
     gone its idle worker is removed while the first group keeps its 2 busy workers."""
-    cluster, body = v2_cluster(ctx)
+    cluster, body = autoscaled_cluster(ctx, version)
     first = body["spec"]["workerGroupSpecs"][0]
     gname = first["groupName"]
     added = dict(first, groupName="added", replicas=0, minReplicas=0, maxReplicas=1,

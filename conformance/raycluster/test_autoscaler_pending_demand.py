@@ -1,4 +1,4 @@
-"""Autoscaler v2 and an idle worker that pending demand needs: it is kept past its idle timeout while the
+"""Autoscaler v1 and v2 and an idle worker that pending demand needs: it is kept past its idle timeout while the
 autoscaler brings up the other worker the demand needs, rather than removed and started again."""
 from __future__ import annotations
 
@@ -38,15 +38,17 @@ def printed(logs: str, key: str):
     return json.loads(m.group(1))
 
 
+@pytest.mark.parametrize("version", [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
+                                     pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))])
 @pytest.mark.feature("RayClusterAutoscalerPlacementGroups")
 @pytest.mark.samples("raycluster-autoscaler")
-def test_idle_worker_needed_by_pending_placement_group_is_kept(ctx):
-    """With autoscaler v2 (idleTimeoutSeconds 6) and workers that take over 15 s to start: a worker left idle when
+def test_idle_worker_needed_by_pending_placement_group_is_kept(ctx, version):
+    """With autoscaler v1 or v2 (idleTimeoutSeconds 6) and workers that take over 15 s to start: a worker left idle when
     its placement group is removed, but needed by a new pending placement group of two bundles on different nodes,
     is not removed while the second worker starts, however long past the idle timeout that takes; the new placement
     group is placed on it and the new worker (the head, then 2 workers alive, the first one among them)."""
     body = ctx.sample("raycluster-autoscaler")
-    body["spec"]["autoscalerOptions"].update(version="v2", idleTimeoutSeconds=IDLE_TIMEOUT)
+    body["spec"]["autoscalerOptions"].update(version=version, idleTimeoutSeconds=IDLE_TIMEOUT)
     group = body["spec"]["workerGroupSpecs"][0]
     image = group["template"]["spec"]["containers"][0]["image"]
     group["template"]["spec"]["initContainers"] = [

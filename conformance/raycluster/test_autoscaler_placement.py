@@ -1,11 +1,14 @@
-"""Autoscaler v2 and placement groups of each strategy: a placement group of two 1-CPU bundles brings up the
-workers its strategy needs (packed on one 2-CPU worker, or spread over two), and when those workers are deleted,
-as many new ones come up and the placement group is placed again."""
+"""Autoscaler v1 and v2 and placement groups of each strategy: a placement group of two 1-CPU bundles brings up the
+workers its strategy needs (packed on one 2-CPU worker, or spread over two), and when those workers are deleted, as many
+new ones come up and the placement group is placed again."""
 from __future__ import annotations
 
 import pytest
 
 from rayconformance.fixtures.expect.raycluster_pods import replacement_workers_must_be_running_and_ready
+
+VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
+            pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))]
 
 # A detached placement group named 'pg' of two 1-CPU bundles, not waited for (single quotes only: runs as python -c).
 PLACE = """
@@ -56,16 +59,17 @@ def pg_must_be_placed(cluster, workers: list, wait: int, *, when: str) -> None:
 
 
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.feature("RayClusterAutoscalerPlacementGroups")
 @pytest.mark.samples("raycluster-autoscaler")
-def test_placement_group_strategy_gets_its_workers(ctx, strategy):
-    """With autoscaler v2 and a worker group at zero, a placement group of two 1-CPU bundles brings up exactly the
-    workers its strategy needs: STRICT_PACK and PACK one 2-CPU worker holding both bundles, STRICT_SPREAD two
-    2-CPU workers (one bundle each, though one would fit both), SPREAD two 1-CPU workers. When those workers are
-    deleted, the same number of new workers comes up and the placement group is placed on them again."""
+def test_placement_group_strategy_gets_its_workers(ctx, version, strategy):
+    """With autoscaler v1 or v2 and a worker group at zero, a placement group of two 1-CPU bundles brings up exactly the
+    workers its strategy needs: STRICT_PACK and PACK one 2-CPU worker holding both bundles, STRICT_SPREAD two 2-CPU
+    workers (one bundle each, though one would fit both), SPREAD two 1-CPU workers. When those workers are deleted, the
+    same number of new workers comes up and the placement group is placed on them again."""
     cpus, count = STRATEGIES[strategy]
     body = ctx.sample("raycluster-autoscaler")
-    body["spec"]["autoscalerOptions"]["version"] = "v2"
+    body["spec"]["autoscalerOptions"]["version"] = version
     group = body["spec"]["workerGroupSpecs"][0]
     group["rayStartParams"]["num-cpus"] = cpus
     gname, wait = group["groupName"], int(ctx.timeouts.medium)

@@ -95,9 +95,13 @@ CASES = [
     # without auth and its dashboard accepts anyone (scale 0.6: the cluster must still get provisioned in time)
     Case("token_auth_guards_the_dashboard", "must refuse a request without the token",
          patch="raycluster-token-auth-not-wired", timeout_scale=0.6),
-    # token auth: the RayJob's submitter gets no token, so `ray job submit` is refused and the RayJob fails
-    Case("rayjob_succeeds_with_token_auth", "jobStatus=SUCCEEDED", patch="rayjob-submitter-without-token",
-         timeout_scale=0.6),
+    # token auth: the RayJob's submitter (a submitter Job's container, the head's submitter container in SidecarMode)
+    # gets no token, so `ray job submit` is refused and the RayJob fails
+    *(Case(f"rayjob_succeeds_with_token_auth[{mode}]", "jobStatus=SUCCEEDED", patch="rayjob-submitter-without-token",
+           timeout_scale=0.6) for mode in ("K8sJobMode", "SidecarMode")),
+    # token auth, HTTPMode: the operator's dashboard client sends no token, so it cannot submit the job
+    Case("rayjob_succeeds_with_token_auth[HTTPMode]", "jobStatus=SUCCEEDED",
+         patch="rayservice-dashboard-client-without-token", timeout_scale=0.6),
     # token auth: the operator's dashboard client sends no token, so it cannot deploy the Serve application
     Case("rayservice_serves_with_token_auth", "Ready=True", patch="rayservice-dashboard-client-without-token"),
     # the operator no longer passes a container's nvidia.com/gpu limit to `ray start --num-gpus`: the autoscaler
@@ -143,24 +147,40 @@ CASES = [
     # namespace share their storage in Redis
     Case("clusters_on_one_redis_keep_their_own_storage", "its own RayCluster's UID",
          patch="raycluster-storage-namespace-shared", timeout_scale=0.5),
-    # without in-tree autoscaling nobody scales for the placement group, capped demand or the added group
-    Case("placement_group_scales_workers_and_keeps_them", "placement group of 2 STRICT_SPREAD bundles",
-         samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
-    Case("max_replicas_changed_under_demand", "maxReplicas=2",
-         samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
     # the CPU group's workers offer Ray no CPU: CPU demand can only go to the GPU group (or nowhere)
     Case("cpu_demand_scales_the_cpu_group_not_the_gpu_one",
          "must run on the CPU group.s worker|worker of the CPU group|no worker of the GPU group",
          samples={"raycluster-gpu-autoscale": set_field(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"],
                                                          "0")},
          timeout_scale=0.5),
+    # multihost helper
+    # a replaced single-host worker, or a new one, takes the index after the highest in use, never a freed one
+    Case("single_host_replicas_keep_their_index", r"carry ray.io/worker-group-replica-index \[0, 1, 2\]",
+         patch="raycluster-replica-index-not-reused", timeout_scale=0.5),
+    # a slice that lost one of its Pods is kept as it is (counted whole): the rest of it is not deleted, nothing
+    # is recreated
+    Case("multi_host_replicas_come_and_go_as_whole_slices", r"slice \d to be recreated after its Pod",
+         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
+    Case("multi_host_tpu_slice_hosts_get_their_chips", "the TPU slice to be recreated",
+         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
+    # without in-tree autoscaling nobody scales the slice group for the TPU demand
+    Case("autoscaler_adds_and_removes_whole_slices", "one replica of demand",
+         samples={"raycluster-multi-host-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)},
+         timeout_scale=0.5),
     # autoscaler helper
-    # without in-tree autoscaling nobody scales the first group for its CPU actor
-    Case("worker_group_added_while_running", "a CPU actor to bring up a worker of group small",
-         samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
+    # without in-tree autoscaling nobody scales for the placement group, the capped demand or the first group's
+    # CPU actor (autoscaler v1: run on KubeRay v1.7.0, which pins it)
+    *(Case(f"{test}[{v}]", expect,
+           samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)},
+           **({"profile": "kuberay-v1.7.0", "local": True} if v == "v1" else {}))
+      for test, expect in (
+          ("placement_group_scales_workers_and_keeps_them", "placement group of 2 STRICT_SPREAD bundles"),
+          ("max_replicas_changed_under_demand", "maxReplicas=2"),
+          ("worker_group_added_while_running", "a CPU actor to bring up a worker of group small"))
+      for v in ("v1", "v2")),
     # every group capped by the last group's maxReplicas: once a group of maxReplicas 1 is added, the first group
     # cannot grow to 2 (the autoscaler sets replicas 2, the operator keeps 1 Pod)
-    Case("worker_group_added_while_running", "take group small up to 2 workers after a group was added",
+    Case("worker_group_added_while_running[v2]", "take group small up to 2 workers after a group was added",
          patch="raycluster-groups-capped-by-last-group-max", timeout_scale=0.5),
     # a group with a minReplicas is held at it: demand cannot take it above the raised minimum
     Case("demand_scales_workers_up_and_idle_down[v2]", "take the group above its raised minReplicas=1",
@@ -178,19 +198,20 @@ CASES = [
              ["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"], "0")}, timeout_scale=0.5),
     # a worker's CPU limit (1) overrides its rayStartParams num-cpus (2): the one worker STRICT_PACK brings up
     # cannot hold both 1-CPU bundles
-    Case("placement_group_strategy_gets_its_workers[STRICT_PACK]",
+    Case("placement_group_strategy_gets_its_workers[v2-STRICT_PACK]",
          "the placement group must be placed|needs exactly 1 worker",
          patch="raycluster-cpu-limit-overrides-num-cpus", timeout_scale=0.5),
     # a scale-up replaces the group's worker older than 20 s: the idle worker the pending placement group needs is
     # deleted when the second one is added
-    Case("idle_worker_needed_by_pending_placement_group_is_kept", "must be kept while the second worker starts",
+    Case("idle_worker_needed_by_pending_placement_group_is_kept[v2]", "must be kept while the second worker starts",
          patch="raycluster-scale-up-replaces-old-worker", timeout_scale=0.5),
     # PACK on workers that offer 1 CPU instead of 2 needs a second worker
-    Case("placement_group_strategy_gets_its_workers[PACK]",
+    Case("placement_group_strategy_gets_its_workers[v2-PACK]",
          "the placement group must be placed|needs exactly 1 worker",
          patch="raycluster-cpu-limit-overrides-num-cpus", timeout_scale=0.5),
     # a group capped at one worker: the spread placement groups cannot get their two
-    *(Case(f"placement_group_strategy_gets_its_workers[{s}]", f"a {s} placement group of two 1-CPU bundles to bring up 2",
+    *(Case(f"placement_group_strategy_gets_its_workers[v2-{s}]",
+           f"a {s} placement group of two 1-CPU bundles to bring up 2",
            samples={"raycluster-autoscaler": set_field(["spec", "workerGroupSpecs", 0, "maxReplicas"], 1)},
            timeout_scale=0.3) for s in ("STRICT_SPREAD", "SPREAD")),
     # autoscaler v1 (run on KubeRay v1.7.0, which pins it): the group capped at one worker, the second actor gets none
@@ -204,6 +225,14 @@ CASES = [
     Case("cpu_demand_uses_the_gpu_group_when_no_other_fits[v1]", "was not placed within", profile="kuberay-v1.7.0",
          local=True, samples={"raycluster-autoscaler-fake-gpu": set_field(
              ["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"], "0")}, timeout_scale=0.5),
+    # autoscaler v1: without in-tree autoscaling no placement group gets its workers
+    *(Case(f"placement_group_strategy_gets_its_workers[v1-{s}]", f"a {s} placement group of two 1-CPU bundles",
+           profile="kuberay-v1.7.0", local=True,
+           samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)})
+      for s in ("STRICT_PACK", "PACK", "STRICT_SPREAD", "SPREAD")),
+    Case("idle_worker_needed_by_pending_placement_group_is_kept[v1]", "must bring up a worker and be placed",
+         profile="kuberay-v1.7.0", local=True,
+         samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
     # autoscaler v1 with GCS FT: without in-tree autoscaling nothing brings up a worker for the actor
     Case("autoscaling_continues_after_head_pod_replaced[v1]", "must run on a worker the autoscaler brings up",
          profile="kuberay-v1.7.0", local=True,
@@ -225,18 +254,4 @@ CASES = [
                 "ray-cluster.head-command.yaml", "ray-cluster.overwrite-command.yaml", "ray-cluster.py-spy.yaml",
                 "ray-cluster.sample.yaml", "ray-cluster.separate-ingress.yaml", "ray-cluster.tls.yaml",
                 "ray-cluster.fluentbit.yaml")),
-    # multihost helper
-    # a replaced single-host worker, or a new one, takes the index after the highest in use, never a freed one
-    Case("single_host_replicas_keep_their_index", r"carry ray.io/worker-group-replica-index \[0, 1, 2\]",
-         patch="raycluster-replica-index-not-reused", timeout_scale=0.5),
-    # a slice that lost one of its Pods is kept as it is (counted whole): the rest of it is not deleted, nothing
-    # is recreated
-    Case("multi_host_replicas_come_and_go_as_whole_slices", r"slice \d to be recreated after its Pod",
-         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
-    Case("multi_host_tpu_slice_hosts_get_their_chips", "the TPU slice to be recreated",
-         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
-    # without in-tree autoscaling nobody scales the slice group for the TPU demand
-    Case("autoscaler_adds_and_removes_whole_slices", "one replica of demand",
-         samples={"raycluster-multi-host-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)},
-         timeout_scale=0.5),
 ]
