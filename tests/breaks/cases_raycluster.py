@@ -95,13 +95,9 @@ CASES = [
     # without auth and its dashboard accepts anyone (scale 0.6: the cluster must still get provisioned in time)
     Case("token_auth_guards_the_dashboard", "must refuse a request without the token",
          patch="raycluster-token-auth-not-wired", timeout_scale=0.6),
-    # token auth: the RayJob's submitter (a submitter Job's container, the head's submitter container in SidecarMode)
-    # gets no token, so `ray job submit` is refused and the RayJob fails
-    *(Case(f"rayjob_succeeds_with_token_auth[{mode}]", "jobStatus=SUCCEEDED", patch="rayjob-submitter-without-token",
-           timeout_scale=0.6) for mode in ("K8sJobMode", "SidecarMode")),
-    # token auth, HTTPMode: the operator's dashboard client sends no token, so it cannot submit the job
-    Case("rayjob_succeeds_with_token_auth[HTTPMode]", "jobStatus=SUCCEEDED",
-         patch="rayservice-dashboard-client-without-token", timeout_scale=0.6),
+    # token auth: the RayJob's submitter gets no token, so `ray job submit` is refused and the RayJob fails
+    Case("rayjob_succeeds_with_token_auth", "jobStatus=SUCCEEDED", patch="rayjob-submitter-without-token",
+         timeout_scale=0.6),
     # token auth: the operator's dashboard client sends no token, so it cannot deploy the Serve application
     Case("rayservice_serves_with_token_auth", "Ready=True", patch="rayservice-dashboard-client-without-token"),
     # the operator no longer passes a container's nvidia.com/gpu limit to `ray start --num-gpus`: the autoscaler
@@ -152,20 +148,6 @@ CASES = [
          "must run on the CPU group.s worker|worker of the CPU group|no worker of the GPU group",
          samples={"raycluster-gpu-autoscale": set_field(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"],
                                                          "0")},
-         timeout_scale=0.5),
-    # multihost helper
-    # a replaced single-host worker, or a new one, takes the index after the highest in use, never a freed one
-    Case("single_host_replicas_keep_their_index", r"carry ray.io/worker-group-replica-index \[0, 1, 2\]",
-         patch="raycluster-replica-index-not-reused", timeout_scale=0.5),
-    # a slice that lost one of its Pods is kept as it is (counted whole): the rest of it is not deleted, nothing
-    # is recreated
-    Case("multi_host_replicas_come_and_go_as_whole_slices", r"slice \d to be recreated after its Pod",
-         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
-    Case("multi_host_tpu_slice_hosts_get_their_chips", "the TPU slice to be recreated",
-         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
-    # without in-tree autoscaling nobody scales the slice group for the TPU demand
-    Case("autoscaler_adds_and_removes_whole_slices", "one replica of demand",
-         samples={"raycluster-multi-host-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)},
          timeout_scale=0.5),
     # autoscaler helper
     # without in-tree autoscaling nobody scales for the placement group, the capped demand or the first group's
@@ -254,4 +236,18 @@ CASES = [
                 "ray-cluster.head-command.yaml", "ray-cluster.overwrite-command.yaml", "ray-cluster.py-spy.yaml",
                 "ray-cluster.sample.yaml", "ray-cluster.separate-ingress.yaml", "ray-cluster.tls.yaml",
                 "ray-cluster.fluentbit.yaml")),
+    # multihost helper
+    # a replaced single-host worker, or a new one, takes the index after the highest in use, never a freed one
+    Case("single_host_replicas_keep_their_index", r"carry ray.io/worker-group-replica-index \[0, 1, 2\]",
+         patch="raycluster-replica-index-not-reused", timeout_scale=0.5),
+    # a slice that lost one of its Pods is kept as it is (counted whole): the rest of it is not deleted, nothing
+    # is recreated
+    Case("multi_host_replicas_come_and_go_as_whole_slices", r"slice \d to be recreated after its Pod",
+         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
+    Case("multi_host_tpu_slice_hosts_get_their_chips", "the TPU slice to be recreated",
+         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
+    # without in-tree autoscaling nobody scales the slice group for the TPU demand
+    Case("autoscaler_adds_and_removes_whole_slices", "one replica of demand",
+         samples={"raycluster-multi-host-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)},
+         timeout_scale=0.5),
 ]
