@@ -63,12 +63,21 @@ def test_scaling_creates_no_redundant_pods(ctx):
     cluster.events_must_count("CreatedWorkerPod", 2 * GROUP_SIZE)
 
 
-def release_held_pods(ctx) -> None:
-    """Remove the test's finalizer from every Pod of its namespace that still has it."""
-    for pod in ctx.core.list_namespaced_pod(ctx.namespace).items:
-        if HOLD in (pod.metadata.finalizers or []):
-            rest = [f for f in pod.metadata.finalizers if f != HOLD]
-            ctx.core.patch_namespaced_pod(pod.metadata.name, ctx.namespace, {"metadata": {"finalizers": rest or None}})
+def release_held_pods(ctx) -> int:
+    """Remove the test's finalizer from every Pod of its namespace that still has it; how many had it."""
+    held = [p for p in ctx.core.list_namespaced_pod(ctx.namespace).items if HOLD in (p.metadata.finalizers or [])]
+    for pod in held:
+        rest = [f for f in pod.metadata.finalizers if f != HOLD]
+        ctx.core.patch_namespaced_pod(pod.metadata.name, ctx.namespace, {"metadata": {"finalizers": rest or None}})
+    return len(held)
+
+
+def stop_holding(ctx, cluster) -> None:
+    """Delete the RayCluster (its templates carry the finalizer: no Pod may be made with it any more), then release
+    its Pods until none is held."""
+    cluster.delete()
+    wait_until(lambda: release_held_pods(ctx), lambda n: n == 0, "every Pod held by the test's finalizer released",
+               ctx.timeouts.medium)
 
 
 @pytest.mark.feature("RayClusterNoRedundantPods")
@@ -115,7 +124,7 @@ def test_scaling_down_deletes_one_worker_while_it_lingers(ctx):
             cluster.worker_pods_must_be(kept, ctx.timeouts.pods, consecutive=3,
                                         what=f"{deleted[0]} gone once released, {kept[0]} left as the one replica")
     finally:
-        release_held_pods(ctx)
+        stop_holding(ctx, cluster)
 
 
 @pytest.mark.feature("RayClusterWorkersToDelete")
