@@ -119,7 +119,7 @@ CASES = [
     Case("fault_tolerance_options_keep_state_and_clean_up[acl-user]", "to be provisioned|keep its state",
          patch="raycluster-redis-username-dropped", timeout_scale=0.5),
     # GCS fault tolerance option forms mishandled (one patch, one wrong decision per form): a missing redisPassword
-    # dereferenced (the reconcile panics), an inline redisPassword value dropped (the head sends no password), the
+    # filled with Ray's old default password, an inline redisPassword value dropped (the head sends no password), the
     # Redis cleanup Job named <cluster>-redis-cleanup uncut (refused above 63 characters: the cluster never goes),
     # a password in the deprecated path's rayStartParams not handed to the cleanup Job (its keys stay)
     Case("fault_tolerance_options_keep_state_and_clean_up[no-password]", "to be provisioned",
