@@ -174,6 +174,15 @@ CASES = [
     # KubeRay v1.7.0 patched: the status-check failures are never timed (the job stays Running)
     Case("unreachable_job_ends_with_status_check_timeout", "JobStatusCheckTimeoutExceeded", profile="kuberay-v1.7.0",
          local=True, tree_patch="v1.7.0/rayjob-no-status-check-timeout", timeout_scale=0.5),
+    # submitter helper
+    # KubeRay's light-weight submitter exits 0 at once: after submitting (not following the job's log) and on any
+    # error (a failed submission counted a success)
+    Case("lightweight_submitter_runs_job_and_logs_its_output", r"lacks \['test_counter got 1'",
+         patch="rayjob-lightweight-submitter-exits-at-once"),
+    Case("lightweight_submitter_failure_ends_submission_failed", "reason=SubmissionFailed",
+         patch="rayjob-lightweight-submitter-exits-at-once"),
+    Case("new_lightweight_submitter_follows_submitted_job", "stream the running job's output",
+         patch="rayjob-lightweight-submitter-exits-at-once"),
     # samples helper
     # KubeRay's own samples under an operator creating one worker Pod more than a group's replicas: the RayJob's
     # cluster never reaches status.state ready (the batch samples are skipped on the bed: pip from PyPI)

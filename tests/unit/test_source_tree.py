@@ -259,9 +259,12 @@ def test_a_kind_image_already_in_the_archive_index_is_not_rebuilt(monkeypatch):
 def test_resolve_install_gives_the_build_and_its_image_where_the_project_build_runs(repo, tmp_path, monkeypatch,
                                                                                      provider, image):
     monkeypatch.setattr(source_tree, "build", lambda key: source_tree.TreeBuild(key, tmp_path / f"kuberay-{key.tag}"))
+    monkeypatch.setattr(source_tree, "build_submitter", lambda key: tmp_path / f"kuberay-{key.tag}" / "bin" / "submitter")
     spec = profiles.load("kuberay-v1.7.0").install[provider]
     base, resolved = source_tree.resolve_install(spec, provider, "kuberay-v1.7.0", str(repo))
     key = source_tree.tree_key(repo)
     assert base == tmp_path / f"kuberay-{key.tag}"
     assert resolved["image"].startswith(image) and spec["image"] == "quay.io/kuberay/operator:v1.7.0"
+    # the submitter image of the same build, under the same tag
+    assert resolved["submitterImage"] == resolved["image"].replace("/operator:", "/submitter:")
     assert source_tree.resolve_install(profiles.load("kuberay-v1.6.2").install[provider], provider, "x") is None
