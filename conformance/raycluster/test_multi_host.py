@@ -16,7 +16,7 @@ SAMPLE = "raycluster-multi-host"
 TPU_SAMPLE = "raycluster-multi-host-tpu"
 AUTOSCALER_SAMPLE = "raycluster-multi-host-autoscaler"
 TPU = "google.com/tpu"
-# Runs inside the Ray cluster as a Ray job (python -c): single quotes only. IPS: the hosts' Pod IPs; CHIPS: each
+# Runs inside the Ray cluster as a Ray job (python -c): single quotes only. HOST_IPS: the hosts' Pod IPs; CHIPS: each
 # host's chips. For each host's Ray node: its TPU resource, and what a task pinned to it, holding all its TPUs, sees of
 # the container's devices (the device plugin's TPU_VISIBLE_DEVICES); null where no such task ran within 60 s.
 TPU_PROBE = """
@@ -24,7 +24,7 @@ import json, os, time
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 ray.init()
-ips = IPS
+ips = HOST_IPS
 def hosts():
     return [n for n in ray.nodes() if n['Alive'] and n['NodeManagerAddress'] in ips]
 deadline = time.time() + 60
@@ -178,7 +178,7 @@ def test_multi_host_tpu_slice_hosts_get_their_chips(ctx):
                 (f"{what}: host {pod.metadata.name} must keep its limit {TPU}: {chips} and run on a node offering "
                  f"them; observed limit {tpu_limit(pod)!r} on Node {pod.spec.node_name} offering {offered}")
         ips = [p.status.pod_ip for p in slice_pods]
-        logs = cluster.ray_job_must_succeed(TPU_PROBE.replace("IPS", repr(ips)).replace("CHIPS", str(chips)))
+        logs = cluster.ray_job_must_succeed(TPU_PROBE.replace("CHIPS", str(chips)).replace("HOST_IPS", repr(ips)))
         m = re.search(r"^TPU_HOSTS (.*)$", logs, re.M)
         assert m, f"the Ray job printed no TPU_HOSTS line; logs:\n{logs[-2000:]}"
         seen = json.loads(m.group(1))
