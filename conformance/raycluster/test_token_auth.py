@@ -7,6 +7,8 @@ import pytest
 
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
 
+from ..rayjob.modes import in_mode, submission_modes, submitter_must_match_mode
+
 WRONG_TOKEN = "not-the-cluster-token"
 
 
@@ -25,18 +27,21 @@ def test_token_auth_guards_the_dashboard(ctx):
     cluster.ray_must_list_alive_nodes(2, token=token)
 
 
-@pytest.mark.feature("RayClusterTokenAuth", "RayJobK8sJobMode")
+@pytest.mark.feature("RayClusterTokenAuth")
+@pytest.mark.parametrize("mode", submission_modes())
 @pytest.mark.samples("rayjob-token-auth")
-def test_rayjob_succeeds_with_token_auth(ctx):
-    """A RayJob whose cluster has token authentication on runs to completion (SUCCEEDED/Complete): its
-    submitter gets through to Ray's Jobs API, while the cluster's dashboard refuses requests without the
-    token."""
-    job = ctx.create_rayjob("rayjob-token-auth")
+def test_rayjob_succeeds_with_token_auth(ctx, mode):
+    """A RayJob whose cluster has token authentication on runs to completion (SUCCEEDED/Complete) in every
+    submission mode: its submitter (a submitter Job, the operator itself in HTTPMode, the head's submitter
+    container in SidecarMode) gets through to Ray's Jobs API, while the cluster's dashboard refuses requests
+    without the token."""
+    job = ctx.create_rayjob(in_mode(ctx.sample("rayjob-token-auth"), mode))
 
     cluster = job.must_create_its_cluster(ctx.timeouts.medium)
     cluster.must_be_provisioned(ctx.timeouts.medium)
     cluster.dashboard_must_refuse(what="a request without the token")
-    job.must_succeed(when="with token authentication on")
+    job.must_succeed(when=f"with token authentication on, in {mode}")
+    submitter_must_match_mode(ctx, job, mode, cluster_kept=True)
 
 
 @pytest.mark.feature("RayClusterTokenAuth", "RayServiceReady")

@@ -1,12 +1,15 @@
-"""RayJob failure handling: activeDeadlineSeconds ends a job for good; backoffLimit retries a failed job, each
-attempt on a new RayCluster; a submission that cannot reach the cluster, and a job that cannot start before
-its preRunningDeadlineSeconds, end Failed with their own reasons."""
+"""RayJob failure handling: activeDeadlineSeconds ends a job for good; backoffLimit retries a failed job (in
+every submission mode) or a failed submission, each attempt on a new RayCluster; a submission that cannot reach
+the cluster, and a job that cannot start before its preRunningDeadlineSeconds, end Failed with their own
+reasons."""
 from __future__ import annotations
 
 import pytest
 
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.rayjob import describe_rayjob, seconds
+
+from .modes import in_mode, submission_modes
 
 
 @pytest.mark.feature("RayJobDeadlines")
@@ -31,19 +34,54 @@ def test_active_deadline_ends_job_without_retry(ctx):
 
 
 @pytest.mark.feature("RayJobRetries")
+@pytest.mark.parametrize("mode", submission_modes())
 @pytest.mark.samples("rayjob-retries")
-def test_backoff_limit_retries_on_new_clusters(ctx):
-    """A RayJob with backoffLimit 2 whose entrypoint always fails is attempted three times, each attempt on a
-    new RayCluster (the previous one deleted), and ends Failed with reason AppFailed and status.failed 3."""
-    body = ctx.sample("rayjob-retries")
+def test_backoff_limit_retries_on_new_clusters(ctx, mode):
+    """A RayJob with backoffLimit 2 whose entrypoint always fails is attempted three times, in every submission
+    mode, each attempt on a new RayCluster (the previous one deleted), and ends Failed with reason AppFailed and
+    status.failed 3. In K8sJobMode the application's failure is not the submitter's: the last attempt's
+    submitter Job succeeded once and failed never."""
+    body = in_mode(ctx.sample("rayjob-retries"), mode)
     job = ctx.create_rayjob(body)
 
     # step 1: three failed attempts on three RayClusters, then Failed for good
-    _, clusters = job.must_fail_after_attempts(body["spec"]["backoffLimit"] + 1, reason="AppFailed")
+    obj, clusters = job.must_fail_after_attempts(body["spec"]["backoffLimit"] + 1, reason="AppFailed")
+    assert ray.status(obj).get("jobStatus") == "FAILED", \
+        f"expected the last attempt's Ray job to have FAILED (jobStatus=FAILED); observed {describe_rayjob(obj)}"
 
-    # step 2: the RayClusters of the failed attempts were deleted by the retries
+    # step 2: the submitter Job of the last attempt ran its submitter to success (K8sJobMode)
+    if mode == "K8sJobMode":
+        counts = [(j.metadata.name, j.status.succeeded or 0, j.status.failed or 0) for j in job.submitter_jobs()]
+        assert [c[1:] for c in counts] == [(1, 0)], \
+            (f"expected one submitter Job, succeeded 1 and failed 0 (the application failed, not the submission); "
+             f"observed (name, succeeded, failed) {counts}")
+
+    # step 3: the RayClusters of the failed attempts were deleted by the retries
     for cluster in clusters[:-1]:
         ctx.raycluster(cluster).must_be_gone(after="RayJob retried on a new RayCluster")
+
+
+@pytest.mark.feature("RayJobRetries", "RayJobSubmissionFailure")
+@pytest.mark.samples("rayjob-submission-failure")
+def test_backoff_limit_retries_failed_submissions(ctx):
+    """A RayJob with backoffLimit 2 whose submitter Job cannot reach the Ray cluster (submitterConfig.backoffLimit
+    0: one submitter Pod per attempt) is attempted three times, each on a new RayCluster, and ends Failed with
+    reason SubmissionFailed, status.failed 3 and no Ray job status; (shutdownAfterJobFinishes) its last RayCluster
+    is deleted too."""
+    body = ctx.sample("rayjob-submission-failure")
+    body["metadata"]["name"] = "retried-submission"
+    body["spec"]["backoffLimit"] = 2
+    body["spec"]["submitterConfig"] = {"backoffLimit": 0}
+    job = ctx.create_rayjob(body)
+
+    # step 1: three failed submissions on three RayClusters, then Failed for good
+    obj, clusters = job.must_fail_after_attempts(3, reason="SubmissionFailed")
+    assert not ray.status(obj).get("jobStatus"), \
+        f"no Ray job ran, so jobStatus must stay empty; observed {describe_rayjob(obj)}"
+
+    # step 2: every attempt's RayCluster is deleted: by the retries, the last one as the job finished
+    for cluster in clusters:
+        ctx.raycluster(cluster).must_be_gone(after="RayJob retried on a new RayCluster, or finished")
 
 
 @pytest.mark.feature("RayJobSubmissionFailure")

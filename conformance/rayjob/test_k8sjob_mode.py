@@ -1,4 +1,5 @@
-"""RayJob in K8sJobMode: the cluster comes up, a submitter Job runs the entrypoint, status reaches its end."""
+"""A RayJob's run in each submission mode (K8sJobMode, HTTPMode, SidecarMode): the cluster comes up, the job is
+submitted the mode's way, and its status reaches the end its Ray job had (succeeded, failed, stopped)."""
 from __future__ import annotations
 
 import pytest
@@ -6,49 +7,67 @@ import pytest
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.rayjob import describe_rayjob
 
+from .modes import in_mode, submission_modes, submitter_must_match_mode
 
-@pytest.mark.feature("RayJobK8sJobMode")
-@pytest.mark.samples("rayjob-basic")
-def test_job_runs_to_completion_and_cluster_is_removed(ctx):
-    """A RayJob creates its RayCluster, runs its entrypoint through one submitter Job whose log shows the
-    entrypoint's output, ends SUCCEEDED/Complete with a job id, and (shutdownAfterJobFinishes) deletes the
-    RayCluster afterwards."""
-    job = ctx.create_rayjob("rayjob-basic")
+OUTPUT = "rayconformance says 42"  # what the samples' entrypoints print
 
+
+@pytest.mark.parametrize("mode", submission_modes())
+@pytest.mark.samples("rayjob-entrypoint-resources")
+def test_job_runs_to_completion_and_cluster_is_removed(ctx, mode):
+    """A RayJob creates its RayCluster, submits its entrypoint the mode's way (K8sJobMode: one submitter Job
+    whose log shows the entrypoint's output; HTTPMode, SidecarMode: no Kubernetes Job) with the resources and
+    environment it asks for (entrypointNumCpus, entrypointNumGpus, entrypointResources, runtimeEnvYAML: the
+    entrypoint fails unless Ray holds them for it), ends SUCCEEDED/Complete with a job id, and
+    (shutdownAfterJobFinishes) deletes the RayCluster afterwards."""
+    ctx.create([ctx.sample("rayjob-entrypoint-resources", "ConfigMap")])
+    job = ctx.create_rayjob(in_mode(ctx.sample("rayjob-entrypoint-resources", "RayJob"), mode))
+
+    # step 1: the job succeeds, with what it asked for
     cluster = job.must_create_its_cluster()
-    obj = job.must_succeed()
+    obj = job.must_succeed(when=f"in {mode}, given the resources and environment the entrypoint asks for")
     assert ray.status(obj).get("jobId"), f"status.jobId not set: {describe_rayjob(obj)}"
 
-    jobs = job.submitter_jobs()
-    assert len(jobs) == 1, f"expected one submitter Job owned by the RayJob, observed {[j.metadata.name for j in jobs]}"
-    pods = job.submitter_pods()
-    assert pods, "no submitter Pod found"
-    logs = ctx.core.read_namespaced_pod_log(pods[-1].metadata.name, ctx.namespace)
-    assert "rayconformance says 42" in logs, f"the entrypoint's output is missing from the submitter log:\n{logs[-1500:]}"
+    # step 2: it was submitted the mode's way
+    submitter_must_match_mode(ctx, job, mode)
+    if mode == "K8sJobMode":
+        pods = job.submitter_pods()
+        assert pods, "no submitter Pod found"
+        logs = ctx.core.read_namespaced_pod_log(pods[-1].metadata.name, ctx.namespace)
+        assert OUTPUT in logs, f"the entrypoint's output is missing from the submitter log:\n{logs[-1500:]}"
 
-    cluster.must_be_gone(after="the job finished (shutdownAfterJobFinishes)")
+    # step 3: its RayCluster goes
+    cluster.must_be_gone(after=f"the job finished in {mode} (shutdownAfterJobFinishes)")
 
 
-@pytest.mark.feature("RayJobK8sJobMode")
+@pytest.mark.parametrize("mode", submission_modes())
 @pytest.mark.samples("rayjob-basic")
-def test_failing_entrypoint_ends_failed(ctx):
+def test_failing_entrypoint_ends_failed(ctx, mode):
     """A RayJob whose entrypoint exits non-zero ends with jobStatus FAILED, jobDeploymentStatus Failed and
-    reason AppFailed (the application failed, not the submission)."""
-    body = ctx.sample("rayjob-basic")
+    reason AppFailed (the application failed, not the submission), in every submission mode; it was submitted
+    the mode's way (HTTPMode, SidecarMode: no Kubernetes Job; SidecarMode: a submitter container in the head
+    Pod, which the RayJob keeps without shutdownAfterJobFinishes)."""
+    body = in_mode(ctx.sample("rayjob-basic"), mode)
     body["metadata"]["name"] = "fails"
     body["spec"]["entrypoint"] = "python -c \"import sys; print('about to fail'); sys.exit(3)\""
+    body["spec"]["shutdownAfterJobFinishes"] = False
     job = ctx.create_rayjob(body)
+
+    # step 1: the RayJob ends with the application's failure
     job.must_finish(job_status="FAILED", deployment_status="Failed", reason="AppFailed",
-                    when="for an entrypoint exiting 3")
+                    when=f"for an entrypoint exiting 3 in {mode}")
+
+    # step 2: it was submitted the mode's way
+    submitter_must_match_mode(ctx, job, mode, cluster_kept=True)
 
 
-@pytest.mark.feature("RayJobK8sJobMode")
+@pytest.mark.parametrize("mode", submission_modes())
 @pytest.mark.samples("rayjob-basic")
-def test_stopped_job_ends_complete_not_failed(ctx):
+def test_stopped_job_ends_complete_not_failed(ctx, mode):
     """A Ray job its user stops (`ray job stop`) while it runs ends the RayJob with jobStatus STOPPED and
-    jobDeploymentStatus Complete: not Failed, counted as no failure, and (shutdownAfterJobFinishes) its RayCluster
-    is deleted as after any finished job."""
-    body = ctx.sample("rayjob-basic")
+    jobDeploymentStatus Complete, in every submission mode: not Failed, counted as no failure, and
+    (shutdownAfterJobFinishes) its RayCluster is deleted as after any finished job."""
+    body = in_mode(ctx.sample("rayjob-basic"), mode)
     body["metadata"]["name"] = "stopped"
     body["spec"]["entrypoint"] = ("python -c \"import time; print('rayconformance job to stop', flush=True); "
                                   "time.sleep(900)\"")
@@ -63,7 +82,7 @@ def test_stopped_job_ends_complete_not_failed(ctx):
     job.ray_must_stop_job(job_id)
 
     # step 3: the RayJob ends Complete with the job's STOPPED, no failure counted, and its cluster goes
-    obj = job.must_finish(job_status="STOPPED", deployment_status="Complete", when="after `ray job stop`")
+    obj = job.must_finish(job_status="STOPPED", deployment_status="Complete", when=f"after `ray job stop` in {mode}")
     assert not ray.status(obj).get("failed"), \
         f"a stopped job is not a failure: status.failed must stay 0; observed {describe_rayjob(obj)}"
-    cluster.must_be_gone(after="the stopped job finished (shutdownAfterJobFinishes)")
+    cluster.must_be_gone(after=f"the stopped job finished in {mode} (shutdownAfterJobFinishes)")

@@ -95,9 +95,13 @@ CASES = [
     # without auth and its dashboard accepts anyone (scale 0.6: the cluster must still get provisioned in time)
     Case("token_auth_guards_the_dashboard", "must refuse a request without the token",
          patch="raycluster-token-auth-not-wired", timeout_scale=0.6),
-    # token auth: the RayJob's submitter gets no token, so `ray job submit` is refused and the RayJob fails
-    Case("rayjob_succeeds_with_token_auth", "jobStatus=SUCCEEDED", patch="rayjob-submitter-without-token",
-         timeout_scale=0.6),
+    # token auth: the RayJob's submitter (a submitter Job's container, the head's submitter container in SidecarMode)
+    # gets no token, so `ray job submit` is refused and the RayJob fails
+    *(Case(f"rayjob_succeeds_with_token_auth[{mode}]", "jobStatus=SUCCEEDED", patch="rayjob-submitter-without-token",
+           timeout_scale=0.6) for mode in ("K8sJobMode", "SidecarMode")),
+    # token auth, HTTPMode: the operator's dashboard client sends no token, so it cannot submit the job
+    Case("rayjob_succeeds_with_token_auth[HTTPMode]", "jobStatus=SUCCEEDED",
+         patch="rayservice-dashboard-client-without-token", timeout_scale=0.6),
     # token auth: the operator's dashboard client sends no token, so it cannot deploy the Serve application
     Case("rayservice_serves_with_token_auth", "Ready=True", patch="rayservice-dashboard-client-without-token"),
     # the operator no longer passes a container's nvidia.com/gpu limit to `ray start --num-gpus`: the autoscaler

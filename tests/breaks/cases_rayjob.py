@@ -78,9 +78,9 @@ CASES = [
          samples={"rayjob-submission-failure": set_field(["spec", "shutdownAfterJobFinishes"], False)}),
     Case("delete_workers_rule_waits_for_its_ttl", "RayCluster itself kept", patch="rayjob-delete-workers-deletes-cluster"),
     # (end of lifecycle helper's cases)
-    Case("job_runs_to_completion_and_cluster_is_removed", "shutdownAfterJobFinishes",
-         samples={"rayjob-basic": set_field(["spec", "shutdownAfterJobFinishes"], False)}),
-    Case("failing_entrypoint_ends_failed", "reason=AppFailed",
+    Case("job_runs_to_completion_and_cluster_is_removed[K8sJobMode]", "shutdownAfterJobFinishes",
+         samples={"rayjob-entrypoint-resources": set_field(["spec", "shutdownAfterJobFinishes"], False)}),
+    Case("failing_entrypoint_ends_failed[K8sJobMode]", "reason=AppFailed",
          samples={"rayjob-basic": set_field(["spec", "submitterPodTemplate"], EARLY_EXITING_SUBMITTER)}),
     Case("created_suspended_then_resumed", r"RayJob \S+ to finish", saboteur=stop_operator_when(job_suspended)),
     Case("suspending_running_job_tears_down_cluster", "Suspended", saboteur=stop_operator_when(job_running)),
@@ -90,7 +90,6 @@ CASES = [
          samples={"rayjob-basic": set_field(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}, local=True),
     Case("active_deadline_ends_job_without_retry", "reason=DeadlineExceeded",
          saboteur=patch_rayjob_spec("activeDeadlineSeconds", None), timeout_scale=0.2),
-    Case("backoff_limit_retries_on_new_clusters", "3 failed attempts", saboteur=patch_rayjob_spec("backoffLimit", None)),
     Case("invalid_rayjob_fails_validation_and_creates_nothing[ttl-without-shutdown]", "ValidationFailed",
          samples={"rayjob-invalid": set_field(["spec", "shutdownAfterJobFinishes"], True)}),
     Case("http_mode_runs_without_submitter_job", "no Kubernetes Job in HTTPMode",
@@ -121,7 +120,7 @@ CASES = [
     Case("active_deadline_ends_job_without_retry", "reason=DeadlineExceeded", patch="rayjob-ignores-active-deadline",
          timeout_scale=0.2),
     # a failed job retried while status.failed < backoffLimit (not backoffLimit + 1): two attempts, not three
-    Case("backoff_limit_retries_on_new_clusters", "3 failed attempts", patch="rayjob-retries-one-too-few",
+    Case("backoff_limit_retries_on_new_clusters[K8sJobMode]", "3 failed attempts", patch="rayjob-retries-one-too-few",
          timeout_scale=0.5),
     # validation skipped: the invalid RayJob is run
     *(Case(f"invalid_rayjob_fails_validation_and_creates_nothing[{invalid}]", "ValidationFailed",
@@ -143,11 +142,11 @@ CASES = [
     # ttlSecondsAfterFinished read as 0: the RayCluster goes as soon as the job ends
     Case("cluster_deleted_only_after_ttl", "ttlSecondsAfterFinished=30", patch="rayjob-ignores-ttl-after-finished"),
     # an application failure reported as SubmissionFailed, a submission failure as AppFailed
-    Case("failing_entrypoint_ends_failed", "reason=AppFailed", patch="rayjob-failure-reasons-swapped"),
+    Case("failing_entrypoint_ends_failed[K8sJobMode]", "reason=AppFailed", patch="rayjob-failure-reasons-swapped"),
     Case("unreachable_submission_ends_submission_failed", "reason=SubmissionFailed",
          patch="rayjob-failure-reasons-swapped"),
     # a Ray job stopped by its user (STOPPED) taken for a failed one: Failed/AppFailed instead of Complete
-    Case("stopped_job_ends_complete_not_failed", "jobStatus=STOPPED, jobDeploymentStatus=Complete",
+    Case("stopped_job_ends_complete_not_failed[K8sJobMode]", "jobStatus=STOPPED, jobDeploymentStatus=Complete",
          patch="rayjob-stopped-job-counted-failed"),
     # each deletion policy (a rule's, or the legacy onSuccess one) carried out as another one
     *(Case(f"each_deletion_policy_deletes_only_its_part[{when}-{policy}]", "Delete(Workers|Cluster|Self|None)",
@@ -174,6 +173,34 @@ CASES = [
     # KubeRay v1.7.0 patched: the status-check failures are never timed (the job stays Running)
     Case("unreachable_job_ends_with_status_check_timeout", "JobStatusCheckTimeoutExceeded", profile="kuberay-v1.7.0",
          local=True, tree_patch="v1.7.0/rayjob-no-status-check-timeout", timeout_scale=0.5),
+    # modes helper
+    # (the HTTPMode and SidecarMode runs of the behaviors parametrized over submission modes)
+    # entrypointResources dropped from the submission (the Jobs API request, the submitter's command): the
+    # entrypoint finds no R1 held for it and exits 1
+    *(Case(f"job_runs_to_completion_and_cluster_is_removed[{mode}]",
+           r"jobStatus=SUCCEEDED.*observed jobStatus='FAILED'", patch="rayjob-entrypoint-resources-dropped")
+      for mode in ("HTTPMode", "SidecarMode")),
+    *(Case(f"failing_entrypoint_ends_failed[{mode}]", "reason=AppFailed", patch="rayjob-failure-reasons-swapped")
+      for mode in ("HTTPMode", "SidecarMode")),
+    *(Case(f"stopped_job_ends_complete_not_failed[{mode}]", "jobStatus=STOPPED, jobDeploymentStatus=Complete",
+           patch="rayjob-stopped-job-counted-failed") for mode in ("HTTPMode", "SidecarMode")),
+    *(Case(f"backoff_limit_retries_on_new_clusters[{mode}]", "3 failed attempts", patch="rayjob-retries-one-too-few",
+           timeout_scale=0.5) for mode in ("HTTPMode", "SidecarMode")),
+    Case("backoff_limit_retries_failed_submissions", "3 failed attempts", patch="rayjob-retries-one-too-few",
+         timeout_scale=0.5),
+    # K8sJobMode: a submitter that fails whenever the application fails (it exits 1 after following the job's log),
+    # as if the application's failure were the submitter's: the last attempt's submitter Job failed, not succeeded
+    # (this replaces the saboteur clearing backoffLimit mid-run: rayjob-retries-one-too-few breaks the retries)
+    Case("backoff_limit_retries_on_new_clusters[K8sJobMode]", "succeeded 1 and failed 0", timeout_scale=0.5,
+         samples={"rayjob-retries": lambda docs: [set_field(path, value)(docs) for path, value in (
+             (["spec", "submitterConfig"], {"backoffLimit": 0}),
+             (["spec", "submitterPodTemplate"], {"spec": {"restartPolicy": "Never", "containers": [{
+                 "name": "ray-job-submitter", "image": "rayproject/ray:2.46.0",
+                 "command": ["bash", "-c", "ray job submit --address http://$RAY_DASHBOARD_ADDRESS --submission-id "
+                             "$RAY_JOB_SUBMISSION_ID --no-wait -- python -c 'import sys; sys.exit(3)'; ray job logs "
+                             "--address http://$RAY_DASHBOARD_ADDRESS --follow $RAY_JOB_SUBMISSION_ID; exit 1"],
+                 "resources": {"limits": {"cpu": "1", "memory": "1Gi"},
+                               "requests": {"cpu": "100m", "memory": "200Mi"}}}]}}))]}),
     # submitter helper
     # KubeRay's light-weight submitter exits 0 at once: after submitting (not following the job's log) and on any
     # error (a failed submission counted a success)
