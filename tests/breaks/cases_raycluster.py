@@ -153,6 +153,20 @@ CASES = [
          samples={"raycluster-gpu-autoscale": set_field(["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"],
                                                          "0")},
          timeout_scale=0.5),
+    # multihost helper
+    # a replaced single-host worker, or a new one, takes the index after the highest in use, never a freed one
+    Case("single_host_replicas_keep_their_index", r"carry ray.io/worker-group-replica-index \[0, 1, 2\]",
+         patch="raycluster-replica-index-not-reused", timeout_scale=0.5),
+    # a slice that lost one of its Pods is kept as it is (counted whole): the rest of it is not deleted, nothing
+    # is recreated
+    Case("multi_host_replicas_come_and_go_as_whole_slices", r"slice \d to be recreated after its Pod",
+         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
+    Case("multi_host_tpu_slice_hosts_get_their_chips", "the TPU slice to be recreated",
+         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
+    # without in-tree autoscaling nobody scales the slice group for the TPU demand
+    Case("autoscaler_adds_and_removes_whole_slices", "one replica of demand",
+         samples={"raycluster-multi-host-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)},
+         timeout_scale=0.5),
     # autoscaler helper
     # without in-tree autoscaling nobody scales for the placement group, the capped demand or the first group's
     # CPU actor (autoscaler v1: run on KubeRay v1.7.0, which pins it)
@@ -230,7 +244,7 @@ CASES = [
          patch="raycluster-new-head-without-autoscaler", timeout_scale=0.5),
     # samples helper
     # KubeRay's own samples under an operator that does not report a Pod creation refused by a quota as
-    # ReplicaFailure: each fails at its last step (ray-cluster.fluentbit.yaml is skipped on the bed)
+    # ReplicaFailure: each fails at its last step
     *(Case(f"kuberay_raycluster_sample[{s}]", "ReplicaFailure=True/FailedCreateHeadPod",
            patch="raycluster-no-replica-failure", timeout_scale=0.6)
       for s in ("ray-cluster.autoscaler-v2.yaml", "ray-cluster.autoscaler.yaml", "ray-cluster.complete.yaml",
@@ -238,20 +252,5 @@ CASES = [
                 "ray-cluster.persistent-redis.yaml", "ray-cluster.embed-grafana.yaml",
                 "ray-cluster.external-redis-uri.yaml", "ray-cluster.external-redis.yaml",
                 "ray-cluster.head-command.yaml", "ray-cluster.overwrite-command.yaml", "ray-cluster.py-spy.yaml",
-                "ray-cluster.sample.yaml", "ray-cluster.separate-ingress.yaml", "ray-cluster.tls.yaml",
-                "ray-cluster.fluentbit.yaml")),
-    # multihost helper
-    # a replaced single-host worker, or a new one, takes the index after the highest in use, never a freed one
-    Case("single_host_replicas_keep_their_index", r"carry ray.io/worker-group-replica-index \[0, 1, 2\]",
-         patch="raycluster-replica-index-not-reused", timeout_scale=0.5),
-    # a slice that lost one of its Pods is kept as it is (counted whole): the rest of it is not deleted, nothing
-    # is recreated
-    Case("multi_host_replicas_come_and_go_as_whole_slices", r"slice \d to be recreated after its Pod",
-         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
-    Case("multi_host_tpu_slice_hosts_get_their_chips", "the TPU slice to be recreated",
-         patch="raycluster-incomplete-slice-kept", timeout_scale=0.5),
-    # without in-tree autoscaling nobody scales the slice group for the TPU demand
-    Case("autoscaler_adds_and_removes_whole_slices", "one replica of demand",
-         samples={"raycluster-multi-host-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)},
-         timeout_scale=0.5),
+                "ray-cluster.sample.yaml", "ray-cluster.separate-ingress.yaml", "ray-cluster.tls.yaml")),
 ]

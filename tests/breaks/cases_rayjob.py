@@ -211,12 +211,8 @@ CASES = [
     Case("new_lightweight_submitter_follows_submitted_job", "stream the running job's output",
          patch="rayjob-lightweight-submitter-exits-at-once"),
     # samples helper
-    # KubeRay's own samples under an operator creating one worker Pod more than a group's replicas: the RayJob's
-    # cluster never reaches status.state ready (the batch samples are skipped on the bed: pip from PyPI)
-    *(Case(f"kuberay_rayjob_sample[{s}]", "status.state=ready", patch="raycluster-one-worker-too-many",
-           timeout_scale=0.5)
-      for s in ("ray-job.custom-head-svc.yaml", "ray-job.resources.yaml", "ray-job.sample.yaml",
-                "ray-job.shutdown.yaml")),
+    # KubeRay's own InteractiveMode sample under an operator creating one worker Pod more than a group's replicas:
+    # the RayJob's cluster never reaches status.state ready
     Case("kuberay_interactive_rayjob_sample[ray-job.interactive-mode.yaml]", "status.state=ready",
          patch="raycluster-one-worker-too-many", timeout_scale=0.5),
 ]

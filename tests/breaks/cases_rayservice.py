@@ -86,6 +86,7 @@ CASES = [
          patch="rayservice-skips-metadata-validation"),
     # The operator counts worker-group replicas in the cluster hash: a replicas change needs a new cluster.
     Case("autoscaler_fields_and_new_worker_group_keep_the_cluster", "must not start an upgrade",
+         patch="rayservice-replicas-change-upgrades"),
     # The operator writes the RayService's autoscaler-owned values into the running RayCluster (no new cluster).
     Case("autoscaler_fields_and_new_worker_group_keep_the_cluster", "must not reach its running RayCluster",
          patch="rayservice-pushes-autoscaler-fields"),
@@ -95,7 +96,6 @@ CASES = [
     # The operator updates the active RayCluster in place without recording it.
     Case("autoscaler_fields_and_new_worker_group_keep_the_cluster", "UpdatedRayCluster",
          patch="rayservice-cluster-update-unrecorded"),
-         patch="rayservice-replicas-change-upgrades"),
     # The operator treats upgradeStrategy None as NewCluster.
     Case("upgrade_strategy_none_keeps_the_cluster", "must not start an upgrade", patch="rayservice-none-still-upgrades"),
     # Under upgradeStrategy None the operator writes a changed cluster spec into the running RayCluster.
@@ -171,11 +171,4 @@ CASES = [
     # intervalSeconds read as milliseconds: traffic moves a step on every pass, not every 5 s.
     Case("traffic_shifts_in_steps_without_failures[AggressiveGradual]", "traffic moved faster than every 5s",
          patch="rayservice-incremental-interval-in-milliseconds", timeout_scale=1.0),
-    # samples helper
-    # KubeRay's own samples under an operator creating one worker Pod more than a group's replicas: the cluster is
-    # never ready, the RayService never Running (all four are skipped on the bed: working_dir from github.com)
-    *(Case(f"kuberay_rayservice_sample[{s}]", "serviceStatus Running", patch="raycluster-one-worker-too-many",
-           timeout_scale=0.5)
-      for s in ("ray-service.custom-serve-service.yaml", "ray-service.different-port.yaml",
-                "ray-service.high-availability.yaml", "ray-service.sample.yaml")),
 ]
