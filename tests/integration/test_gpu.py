@@ -68,7 +68,8 @@ def test_the_plugin_registers_and_the_node_shows_its_gpus(gpu):
     cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert b"rayconformance.clusters.deviceplugin" in cmd and b"--count" in cmd and cmd[cmd.index(b"--count") + 1] == b"4", cmd
     sockets = sorted(p.name for p in devices.plugin_dir(c.state, GPU_NODE).iterdir() if p.is_socket())
-    assert sockets == ["fake-nvidia.com-gpu.sock", "kubelet.sock"], sockets
+    # local-gpu's accelerator node also serves TPU chips, through a second plugin of its own
+    assert sockets == ["fake-google.com-tpu.sock", "fake-nvidia.com-gpu.sock", "kubelet.sock"], sockets
     assert f"registered {GPU} with" in log_of(c, PLUGIN), "the plugin's log shows no registration"
     assert f"node {GPU_NODE}: plugin for {GPU} registered" in log_of(c, "nodeagent")
     assert node_gpus(c, GPU_NODE) == ("4", "4")
