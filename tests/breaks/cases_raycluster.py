@@ -196,24 +196,10 @@ CASES = [
     Case("cpu_demand_uses_the_gpu_group_when_no_other_fits[v2]", "was not placed within",
          samples={"raycluster-autoscaler-fake-gpu": set_field(
              ["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"], "0")}, timeout_scale=0.5),
-    # a worker's CPU limit (1) overrides its rayStartParams num-cpus (2): the one worker STRICT_PACK brings up
-    # cannot hold both 1-CPU bundles
-    Case("placement_group_strategy_gets_its_workers[v2-STRICT_PACK]",
-         "the placement group must be placed|needs exactly 1 worker",
-         patch="raycluster-cpu-limit-overrides-num-cpus", timeout_scale=0.5),
     # a scale-up replaces the group's worker older than 20 s: the idle worker the pending placement group needs is
     # deleted when the second one is added
     Case("idle_worker_needed_by_pending_placement_group_is_kept[v2]", "must be kept while the second worker starts",
          patch="raycluster-scale-up-replaces-old-worker", timeout_scale=0.5),
-    # PACK on workers that offer 1 CPU instead of 2 needs a second worker
-    Case("placement_group_strategy_gets_its_workers[v2-PACK]",
-         "the placement group must be placed|needs exactly 1 worker",
-         patch="raycluster-cpu-limit-overrides-num-cpus", timeout_scale=0.5),
-    # a group capped at one worker: the spread placement groups cannot get their two
-    *(Case(f"placement_group_strategy_gets_its_workers[v2-{s}]",
-           f"a {s} placement group of two 1-CPU bundles to bring up 2",
-           samples={"raycluster-autoscaler": set_field(["spec", "workerGroupSpecs", 0, "maxReplicas"], 1)},
-           timeout_scale=0.3) for s in ("STRICT_SPREAD", "SPREAD")),
     # autoscaler v1 (run on KubeRay v1.7.0, which pins it): the group capped at one worker, the second actor gets none
     Case("workers_follow_actors_one_at_a_time[v1]", "actor holder-1 must run on a worker Pod",
          profile="kuberay-v1.7.0", local=True,
@@ -225,11 +211,6 @@ CASES = [
     Case("cpu_demand_uses_the_gpu_group_when_no_other_fits[v1]", "was not placed within", profile="kuberay-v1.7.0",
          local=True, samples={"raycluster-autoscaler-fake-gpu": set_field(
              ["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"], "0")}, timeout_scale=0.5),
-    # autoscaler v1: without in-tree autoscaling no placement group gets its workers
-    *(Case(f"placement_group_strategy_gets_its_workers[v1-{s}]", f"a {s} placement group of two 1-CPU bundles",
-           profile="kuberay-v1.7.0", local=True,
-           samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)})
-      for s in ("STRICT_PACK", "PACK", "STRICT_SPREAD", "SPREAD")),
     Case("idle_worker_needed_by_pending_placement_group_is_kept[v1]", "must bring up a worker and be placed",
          profile="kuberay-v1.7.0", local=True,
          samples={"raycluster-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)}),
