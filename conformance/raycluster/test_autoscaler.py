@@ -4,34 +4,17 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures.expect.raycluster_pods import worker_must_go_while_other_stays
+from rayconformance.fixtures.ray_actors import ask_actors, create_actors, kill_actors, placed
 
 # Detached actors needing one CPU each: the head has none, so each needs a worker.
-CREATE = """
-import ray
-ray.init(namespace='rayconformance')
+HOLDERS = ["holder-0", "holder-1", "holder-2"]
 
-@ray.remote(num_cpus=1)
-class Holder:
-    def ping(self):
-        return 'pong'
-
-hs = [Holder.options(name=f'holder-{{i}}', lifetime='detached').remote() for i in range({n})]
-ready, _ = ray.wait([h.ping.remote() for h in hs], num_returns={ready}, timeout=900)
-print('PINGS', ray.get(ready))
-"""
 # What the autoscaler reported to the GCS: only autoscaler v2 reports its state (a version > 0); v1 never does.
 V2_STATE = """
 import ray
 from ray.autoscaler.v2.sdk import get_cluster_status
 ray.init()
 print('AUTOSCALER_STATE_VERSION', get_cluster_status(ray.get_runtime_context().gcs_address).stats.autoscaler_version)
-"""
-KILL = """
-import ray
-ray.init(namespace='rayconformance')
-for i in range({n}):
-    ray.kill(ray.get_actor(f'holder-{{i}}'))
-print('KILLED', {n})
 """
 
 
@@ -55,7 +38,7 @@ def test_demand_scales_workers_up_and_idle_down(ctx, version):
 
     with cluster.watch_pods() as pods:
         # demand for 3 CPUs, one worker each, in a group of at most 2
-        cluster.ray_job_must_succeed(CREATE.format(n=3, ready=2))
+        cluster.ray_job_must_succeed(create_actors(HOLDERS, wait=900, ready=2))
         cluster.workers_must_be_running_and_ready(2, what="the autoscaler to add 2 workers")
         replicas = cluster.get()["spec"]["workerGroupSpecs"][0]["replicas"]
         assert replicas <= 2, f"the autoscaler must stay within maxReplicas=2; spec replicas={replicas}"
@@ -77,7 +60,7 @@ def test_demand_scales_workers_up_and_idle_down(ctx, version):
         (f"with demand for 3 workers the group must stay capped at maxReplicas=2 worker Pods; observed {pods.peak} "
          f"at once: {pods.summary()}")
 
-    cluster.ray_job_must_succeed(KILL.format(n=3), ctx.timeouts.medium)  # demand gone
+    cluster.ray_job_must_succeed(kill_actors(HOLDERS), ctx.timeouts.medium)  # demand gone
     cluster.workers_must_be_running_and_ready(0, what="idle workers to be removed after the idle timeout")
 
     groups = cluster.get()["spec"]["workerGroupSpecs"]
@@ -86,7 +69,7 @@ def test_demand_scales_workers_up_and_idle_down(ctx, version):
     cluster.workers_must_be_running_and_ready(1, what="minReplicas=1 to add one worker")
 
     # demand still takes the group above its new minimum: 2 actors, one on the minReplicas worker, one on a new one
-    cluster.ray_job_must_succeed(CREATE.format(n=2, ready=2))
+    cluster.ray_job_must_succeed(create_actors(HOLDERS[:2], wait=900))
     cluster.workers_must_be_running_and_ready(
         2, what="demand for 2 workers to take the group above its raised minReplicas=1")
     replicas = cluster.get()["spec"]["workerGroupSpecs"][0]["replicas"]
@@ -95,40 +78,12 @@ def test_demand_scales_workers_up_and_idle_down(ctx, version):
          f"replicas={replicas}; {cluster.describe_worker_groups()}")
 
 
-# One detached actor needing one CPU, named {name}; prints the IP of the Ray node it runs on (None if it is not
-# placed within {wait} seconds).
-CREATE_ONE = """
-import ray
-ray.init(namespace='rayconformance')
-
-@ray.remote(num_cpus=1)
-class Holder:
-    def ip(self):
-        return ray.util.get_node_ip_address()
-
-h = Holder.options(name='{name}', lifetime='detached').remote()
-ready, _ = ray.wait([h.ip.remote()], timeout={wait})
-print('ACTOR_IP', ray.get(ready[0]) if ready else None)
-"""
-KILL_ONE = """
-import ray
-ray.init(namespace='rayconformance')
-ray.kill(ray.get_actor('{name}'))
-print('KILLED', '{name}')
-"""
-ASK = """
-import ray
-ray.init(namespace='rayconformance')
-print('ACTOR_IP', ray.get(ray.get_actor('{name}').ip.remote(), timeout=60))
-"""
-
-
 def actor_worker(cluster, name: str, logs: str):
-    """The worker Pod whose IP the job's ACTOR_IP line names (where actor `name` runs)."""
-    ip = next((line.split()[1] for line in logs.splitlines() if line.startswith("ACTOR_IP ")), None)
-    pods = [p for p in cluster.pods("worker") if p.status.pod_ip == ip]
-    assert ip and pods, \
-        (f"actor {name} must run on a worker Pod; it runs at {ip!r} (None: not placed); "
+    """The worker Pod whose IP the job's logs give for actor `name` (where it runs)."""
+    where = placed(logs).get(name) or {}
+    pods = [p for p in cluster.pods("worker") if p.status.pod_ip == where.get("ip")]
+    assert pods, \
+        (f"actor {name} must run on a worker Pod; it runs at {where.get('ip')!r} (None: not placed); "
          f"{cluster.describe_worker_groups()}")
     return pods[0]
 
@@ -149,28 +104,28 @@ def test_workers_follow_actors_one_at_a_time(ctx, version):
 
     # step 1: the first actor brings up one worker, the second a second one
     first = actor_worker(cluster, "holder-0",
-                         cluster.ray_job_must_succeed(CREATE_ONE.format(name="holder-0", wait=wait)))
+                         cluster.ray_job_must_succeed(create_actors(["holder-0"], wait=wait)))
     cluster.workers_must_be_running_and_ready(1, what="one actor needing a CPU to bring up 1 worker")
     busy = actor_worker(cluster, "holder-1",
-                        cluster.ray_job_must_succeed(CREATE_ONE.format(name="holder-1", wait=wait)))
+                        cluster.ray_job_must_succeed(create_actors(["holder-1"], wait=wait)))
     cluster.workers_must_be_running_and_ready(2, what="a second actor needing a CPU to bring up a second worker")
     assert busy.metadata.uid != first.metadata.uid, \
         f"each 1-CPU actor must have a 1-CPU worker of its own; both run on {busy.metadata.name}"
 
     # step 2: the first actor goes: its worker is removed, the one running the second actor stays
     with cluster.watch_pods() as pods:
-        cluster.ray_job_must_succeed(KILL_ONE.format(name="holder-0"), ctx.timeouts.medium)
+        cluster.ray_job_must_succeed(kill_actors(["holder-0"]), ctx.timeouts.medium)
         worker_must_go_while_other_stays(
             ctx.k8s, ctx.namespace, cluster.name, first, busy, pods, ctx.timeouts.upgrade,
             what="the autoscaler to remove holder-0's idle worker and keep the worker running holder-1")
     pods.must_not_have_failed()
     cluster.worker_pods_must_be([busy.metadata.name], ctx.timeouts.medium,
                                 what="the worker running holder-1 to be the group's only one")
-    still = actor_worker(cluster, "holder-1", cluster.ray_job_must_succeed(ASK.format(name="holder-1"),
+    still = actor_worker(cluster, "holder-1", cluster.ray_job_must_succeed(ask_actors(["holder-1"], 60),
                                                                            ctx.timeouts.medium))
     assert still.metadata.uid == busy.metadata.uid, \
         f"actor holder-1 must still run on {busy.metadata.name}; it runs on {still.metadata.name}"
 
     # step 3: the second actor goes: the group is back at zero
-    cluster.ray_job_must_succeed(KILL_ONE.format(name="holder-1"), ctx.timeouts.medium)
+    cluster.ray_job_must_succeed(kill_actors(["holder-1"]), ctx.timeouts.medium)
     cluster.workers_must_be_running_and_ready(0, what="the last idle worker to be removed")

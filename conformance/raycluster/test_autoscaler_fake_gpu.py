@@ -3,44 +3,12 @@ without any device, so it runs on any node. GPU demand scales it from zero and b
 CPU demand is served by it too."""
 from __future__ import annotations
 
-import json
-import re
-
 import pytest
+
+from rayconformance.fixtures.ray_actors import create_actors, kill_actors, placed
 
 VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
             pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))]
-# A detached actor named {name} asking for {resources}, and where it runs: its Ray node's IP and GPUs, and the GPU
-# ids Ray hands it; null if it is not placed within {wait} seconds (single quotes only: runs as python -c).
-CREATE = """
-import json
-import ray
-ray.init(namespace='rayconformance')
-
-@ray.remote
-class Holder:
-    def where(self):
-        node = ray.get_runtime_context().get_node_id()
-        info = [n for n in ray.nodes() if n['NodeID'] == node][0]
-        return {{'ip': info['NodeManagerAddress'], 'node_gpus': info['Resources'].get('GPU', 0),
-                'gpu_ids': [str(g) for g in ray.get_gpu_ids()]}}
-
-h = Holder.options(name='{name}', lifetime='detached', {resources}).remote()
-ready, _ = ray.wait([h.where.remote()], timeout={wait})
-print('ACTOR', json.dumps(ray.get(ready[0]) if ready else None))
-"""
-KILL = """
-import ray
-ray.init(namespace='rayconformance')
-ray.kill(ray.get_actor('{name}'))
-print('KILLED', '{name}')
-"""
-
-
-def placed(logs: str):
-    m = re.search(r"^ACTOR (.*)$", logs, re.M)
-    assert m, f"the Ray job printed no ACTOR line; logs:\n{logs[-2000:]}"
-    return json.loads(m.group(1))
 
 
 def fake_gpu_cluster(ctx, version: str):
@@ -65,9 +33,8 @@ def test_fake_gpu_group_scales_for_gpu_demand(ctx, version):
 
     with cluster.watch_pods(group=group) as pods:
         # step 1: one GPU of demand brings up one worker of the group, which runs the actor
-        logs = cluster.ray_job_must_succeed(CREATE.format(name="gpu-actor", resources="num_cpus=1, num_gpus=1",
-                                                          wait=wait))
-        actor = placed(logs)
+        logs = cluster.ray_job_must_succeed(create_actors(["gpu-actor"], "num_cpus=1, num_gpus=1", wait=wait))
+        actor = placed(logs)["gpu-actor"]
         assert actor is not None, \
             (f"an actor asking for num_gpus=1 was not placed within {wait}s of the demand; group {group} "
              f"(rayStartParams num-gpus 1): {pods.summary()}; {cluster.describe_worker_groups()}")
@@ -79,7 +46,7 @@ def test_fake_gpu_group_scales_for_gpu_demand(ctx, version):
              f"observed {actor}")
 
         # step 2: without the demand the group goes back to zero
-        cluster.ray_job_must_succeed(KILL.format(name="gpu-actor"), ctx.timeouts.medium)
+        cluster.ray_job_must_succeed(kill_actors(["gpu-actor"]), ctx.timeouts.medium)
         cluster.group_workers_must_be_running_and_ready(group, 0, what="the idle GPU worker to be removed after "
                                                                        "the idle timeout")
     pods.must_not_have_failed()
@@ -98,8 +65,8 @@ def test_cpu_demand_uses_the_gpu_group_when_no_other_fits(ctx, version):
 
     with cluster.watch_pods(group=group) as pods:
         # step 1: CPU-only demand brings up a worker of the GPU group, the only one there is
-        logs = cluster.ray_job_must_succeed(CREATE.format(name="cpu-actor", resources="num_cpus=1", wait=wait))
-        actor = placed(logs)
+        logs = cluster.ray_job_must_succeed(create_actors(["cpu-actor"], "num_cpus=1", wait=wait))
+        actor = placed(logs)["cpu-actor"]
         assert actor is not None, \
             (f"an actor asking for one CPU and no GPU was not placed within {wait}s: with group {group} (GPU 1, "
              f"CPU 1) the only worker group, the autoscaler must bring up one of its workers for it; "
@@ -111,7 +78,7 @@ def test_cpu_demand_uses_the_gpu_group_when_no_other_fits(ctx, version):
              f"{worker.status.pod_ip}) holding no GPU; observed {actor}")
 
         # step 2: without the demand the group goes back to zero
-        cluster.ray_job_must_succeed(KILL.format(name="cpu-actor"), ctx.timeouts.medium)
+        cluster.ray_job_must_succeed(kill_actors(["cpu-actor"]), ctx.timeouts.medium)
         cluster.group_workers_must_be_running_and_ready(group, 0, what="the idle worker to be removed after the "
                                                                        "idle timeout")
     pods.must_not_have_failed()

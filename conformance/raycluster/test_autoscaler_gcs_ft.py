@@ -4,40 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-# One detached actor needing one CPU (the head has none, so it needs a worker; None if it is not placed within
-# {wait} seconds), and its removal.
-CREATE = """
-import ray
-ray.init(namespace='rayconformance')
-
-@ray.remote(num_cpus=1)
-class Holder:
-    def ping(self):
-        return 'pong'
-
-h = Holder.options(name='{name}', lifetime='detached').remote()
-ready, _ = ray.wait([h.ping.remote()], timeout={wait})
-print('PING', ray.get(ready[0]) if ready else None)
-"""
-KILL = """
-import ray
-ray.init(namespace='rayconformance')
-ray.kill(ray.get_actor('{name}'))
-print('KILLED', '{name}')
-"""
+from rayconformance.fixtures.ray_actors import create_actors, kill_actors, placed
 
 
 def demand_must_come_and_go(ctx, cluster, name: str, *, when: str) -> None:
-    """An actor needing a CPU brings up one worker, which goes once the actor is gone."""
+    """An actor needing a CPU (the head has none) brings up one worker, which goes once the actor is gone."""
     __tracebackhide__ = True
     wait = int(ctx.timeouts.medium)
-    logs = cluster.ray_job_must_succeed(CREATE.format(name=name, wait=wait))
-    assert "PING pong" in logs, \
+    where = placed(cluster.ray_job_must_succeed(create_actors([name], wait=wait))).get(name)
+    assert where, \
         (f"{when}, the actor {name} needing a CPU must run on a worker the autoscaler brings up within {wait}s: "
-         f"{logs[-300:]}; {cluster.describe_worker_groups()}")
+         f"not placed; {cluster.describe_worker_groups()}")
     cluster.workers_must_be_running_and_ready(1, ctx.timeouts.short, what=f"{when}, an actor needing a CPU to have "
                                                                          f"brought up 1 worker")
-    cluster.ray_job_must_succeed(KILL.format(name=name), ctx.timeouts.medium)
+    cluster.ray_job_must_succeed(kill_actors([name]), ctx.timeouts.medium)
     cluster.workers_must_be_running_and_ready(0, what=f"{when}, the idle worker to be removed once the actor is gone")
 
 

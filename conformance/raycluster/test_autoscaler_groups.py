@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from rayconformance.fixtures.ray_actors import ask_actors, create_actors, kill_actors, placed
+
 VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
             pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))]
 
@@ -29,25 +31,8 @@ ray.init(namespace='rayconformance')
 remove_placement_group(get_placement_group('spread'))
 print('PG_REMOVED')
 """
-# {n} detached actors needing {resources} each (the demand), not waited for.
-HOLD = """
-import ray
-ray.init(namespace='rayconformance')
-
-@ray.remote
-class Holder:
-    def ping(self):
-        return 'pong'
-
-hs = [Holder.options(name=f'holder-{{i}}', lifetime='detached', {resources}).remote() for i in range({n})]
-print('CREATED', {n})
-"""
-PINGED = """
-import ray
-ray.init(namespace='rayconformance')
-print('PINGS', ray.get([ray.get_actor(f'holder-{{i}}').ping.remote() for i in range({n})], timeout=120))
-"""
-
+# Detached actors needing one CPU each (the demand), not waited for.
+HOLDERS = ["holder-0", "holder-1", "holder-2"]
 
 def autoscaled_cluster(ctx, version: str):
     """The autoscaler sample with autoscaler `version` (group small: 1-CPU workers, 0 to 2, idle after 15 s), up."""
@@ -113,7 +98,7 @@ def test_max_replicas_changed_under_demand(ctx, version):
 
     # step 1: demand for 3 workers, capped at 2
     with cluster.watch_pods() as capped:
-        cluster.ray_job_must_succeed(HOLD.format(n=3, resources="num_cpus=1"), ctx.timeouts.medium)
+        cluster.ray_job_must_succeed(create_actors(HOLDERS), ctx.timeouts.medium)
         cluster.workers_must_be_running_and_ready(2, ctx.timeouts.upgrade,
                                                   what="demand for 3 workers to bring up maxReplicas=2 of them")
     capped.must_not_have_failed()
@@ -123,8 +108,8 @@ def test_max_replicas_changed_under_demand(ctx, version):
     set_group(cluster, group, maxReplicas=3)
     cluster.workers_must_be_running_and_ready(
         3, ctx.timeouts.upgrade, what="maxReplicas raised to 3 to let the capped demand add a third worker")
-    logs = cluster.ray_job_must_succeed(PINGED.format(n=3), ctx.timeouts.medium)
-    assert logs.count("pong") == 3, f"with 3 workers all 3 actors of the demand must run; observed: {logs[-500:]}"
+    logs = cluster.ray_job_must_succeed(ask_actors(HOLDERS), ctx.timeouts.medium)
+    assert all(placed(logs).values()), f"with 3 workers all 3 actors of the demand must run; observed: {logs[-500:]}"
 
     # step 3: maxReplicas lowered to 1 under demand: the group goes down to 1 worker
     before = set(cluster.worker_pods_now())
@@ -136,32 +121,6 @@ def test_max_replicas_changed_under_demand(ctx, version):
     new = [uid for uid in lowered.created if uid not in before]
     assert len(lowered.deleted) == 2 and not new, \
         f"lowering maxReplicas from 3 to 1 must delete 2 of the 3 workers and create none; observed {lowered.summary()}"
-
-
-# One detached actor named {name} needing {resources} (the demand), not waited for.
-HOLD_ONE = """
-import ray
-ray.init(namespace='rayconformance')
-
-@ray.remote
-class Holder:
-    def ping(self):
-        return 'pong'
-
-Holder.options(name='{name}', lifetime='detached', {resources}).remote()
-print('CREATED', '{name}')
-"""
-PING = """
-import ray
-ray.init(namespace='rayconformance')
-print('PINGS', ray.get([ray.get_actor(n).ping.remote() for n in {names}], timeout=120))
-"""
-KILL_ONE = """
-import ray
-ray.init(namespace='rayconformance')
-ray.kill(ray.get_actor('{name}'))
-print('KILLED', '{name}')
-"""
 
 
 @pytest.mark.feature("RayClusterAutoscalerSpecChanges")
@@ -180,7 +139,7 @@ def test_worker_group_added_while_running(ctx, version):
                  rayStartParams=dict(first["rayStartParams"], resources='"{\\"added\\": 1}"', **{"num-cpus": "0"}))
 
     # step 1: a CPU actor brings up a worker of the first group
-    cluster.ray_job_must_succeed(HOLD_ONE.format(name="cpu-0", resources="num_cpus=1"), ctx.timeouts.medium)
+    cluster.ray_job_must_succeed(create_actors(["cpu-0"]), ctx.timeouts.medium)
     [running] = cluster.group_workers_must_be_running_and_ready(
         gname, 1, ctx.timeouts.upgrade, what=f"a CPU actor to bring up a worker of group {gname}")
 
@@ -190,29 +149,30 @@ def test_worker_group_added_while_running(ctx, version):
 
     # step 3: demand for the new group's resource brings up a worker of that group only
     with cluster.watch_pods(group=gname) as others:
-        cluster.ray_job_must_succeed(HOLD_ONE.format(name="added-0", resources="num_cpus=0, resources={'added': 1}"),
+        cluster.ray_job_must_succeed(create_actors(["added-0"], "num_cpus=0, resources={'added': 1}"),
                                      ctx.timeouts.medium)
         cluster.group_workers_must_be_running_and_ready(
             "added", 1, ctx.timeouts.upgrade, what="an actor needing resource 'added' to bring up a worker of the "
                                                    "worker group added while the cluster ran")
-        logs = cluster.ray_job_must_succeed(PING.format(names=["added-0"]), ctx.timeouts.medium)
+        logs = cluster.ray_job_must_succeed(ask_actors(["added-0"]), ctx.timeouts.medium)
     others.must_not_have_failed()
-    assert "pong" in logs, f"the actor needing resource 'added' must run on the new group's worker: {logs[-500:]}"
+    assert placed(logs).get("added-0"), \
+        f"the actor needing resource 'added' must run on the new group's worker: {logs[-500:]}"
     assert others.created == [running.metadata.uid] and not others.deleted, \
         (f"demand for the new group's resource must bring up no worker of group {gname} (nor remove its one, "
          f"{running.metadata.name}); observed {others.summary()}")
 
     # step 4: the first group is still scaled for its own demand: a second CPU actor takes it to 2 workers
-    cluster.ray_job_must_succeed(HOLD_ONE.format(name="cpu-1", resources="num_cpus=1"), ctx.timeouts.medium)
+    cluster.ray_job_must_succeed(create_actors(["cpu-1"]), ctx.timeouts.medium)
     cluster.group_workers_must_be_running_and_ready(
         gname, 2, ctx.timeouts.upgrade,
         what=f"a second CPU actor to take group {gname} up to 2 workers after a group was added")
-    logs = cluster.ray_job_must_succeed(PING.format(names=["cpu-0", "cpu-1"]), ctx.timeouts.medium)
-    assert logs.count("pong") == 2, f"both CPU actors must run on group {gname}'s 2 workers: {logs[-500:]}"
+    logs = cluster.ray_job_must_succeed(ask_actors(["cpu-0", "cpu-1"]), ctx.timeouts.medium)
+    assert all(placed(logs).values()), f"both CPU actors must run on group {gname}'s 2 workers: {logs[-500:]}"
 
     # step 5: without its actor, the new group's worker is idle and goes; the first group's busy workers stay
     with cluster.watch_pods(group=gname) as kept:
-        cluster.ray_job_must_succeed(KILL_ONE.format(name="added-0"), ctx.timeouts.medium)
+        cluster.ray_job_must_succeed(kill_actors(["added-0"]), ctx.timeouts.medium)
         cluster.group_workers_must_be_running_and_ready("added", 0, ctx.timeouts.upgrade,
                                                         what="the added group's idle worker to be removed")
     kept.must_not_have_failed()

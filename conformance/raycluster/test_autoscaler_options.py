@@ -5,27 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-# One detached actor per named group, each needing that group's custom Ray resource (single quotes only: the code
-# runs as `python -c "..."`).
-HOLD = """
-import ray
-ray.init(namespace='rayconformance')
+from rayconformance.fixtures.ray_actors import create_actors, kill_actors, placed
 
-@ray.remote(num_cpus=0)
-class Holder:
-    def ping(self):
-        return 'pong'
 
-hs = [Holder.options(name=g, lifetime='detached', resources={{g: 1}}).remote() for g in {groups}]
-print('PINGS', ray.get([h.ping.remote() for h in hs], timeout=900))
-"""
-RELEASE = """
-import ray
-ray.init(namespace='rayconformance')
-for g in {groups}:
-    ray.kill(ray.get_actor(g))
-print('KILLED', {groups})
-"""
+
+def one_actor_per_group(groups) -> dict[str, str]:
+    """Each group's actor options: no CPU, one unit of the group's own Ray resource (named after the group)."""
+    return {g: f"num_cpus=0, resources={{'{g}': 1}}" for g in groups}
 
 
 @pytest.mark.feature("RayClusterAutoscalerGroupIdleTimeout")
@@ -46,7 +32,8 @@ def test_group_idle_timeout_overrides_the_cluster_one(ctx):
     cluster.must_be_provisioned()
 
     # step 2: an actor needing group quick's resource and one needing group steady's bring up a worker in each
-    cluster.ray_job_must_succeed(HOLD.format(groups=sorted(groups)))
+    logs = cluster.ray_job_must_succeed(create_actors(sorted(groups), one_actor_per_group(groups), wait=900))
+    assert all(placed(logs).values()), f"an actor per group must run on that group's worker; observed: {logs[-500:]}"
     up = {group: cluster.group_workers_must_be_running_and_ready(
               group, 1, what=f"an actor needing resource {group!r} to bring up a worker of group {group}")[0]
           for group in groups}
@@ -54,7 +41,7 @@ def test_group_idle_timeout_overrides_the_cluster_one(ctx):
 
     with cluster.watch_pods(group="steady") as steady_pods:
         # step 3: both workers go idle at the same moment
-        cluster.ray_job_must_succeed(RELEASE.format(groups=sorted(groups)), ctx.timeouts.medium)
+        cluster.ray_job_must_succeed(kill_actors(sorted(groups)), ctx.timeouts.medium)
 
         # step 4: group quick's idle worker goes after the group's own idle timeout ...
         cluster.group_workers_must_be_running_and_ready(
@@ -131,21 +118,6 @@ def test_upscaling_mode_paces_new_workers(ctx, mode):
         f"demand for {BURST} workers must bring no more than {BURST} worker Pods; observed {pods.summary()}"
 
 
-# One detached actor needing one CPU, which a worker of either group gives alike (single quotes only).
-HOLD_CPU = """
-import ray
-ray.init(namespace='rayconformance')
-
-@ray.remote(num_cpus=1)
-class Holder:
-    def ping(self):
-        return 'pong'
-
-h = Holder.options(name='cpu-holder', lifetime='detached').remote()
-print('PING', ray.get(h.ping.remote(), timeout=900))
-"""
-
-
 @pytest.mark.feature("RayClusterWorkerGroupPriority")
 @pytest.mark.samples("raycluster-autoscaler-priority")
 def test_higher_priority_group_gets_the_new_worker(ctx):
@@ -166,7 +138,8 @@ def test_higher_priority_group_gets_the_new_worker(ctx):
 
     with cluster.watch_pods(group=fallback) as fallback_pods:
         # step 2: a demand for one CPU, which a worker of either group fits alike
-        cluster.ray_job_must_succeed(HOLD_CPU)
+        logs = cluster.ray_job_must_succeed(create_actors(["cpu-holder"], wait=900))
+        assert placed(logs)["cpu-holder"], f"the actor needing one CPU must run on a new worker: {logs[-500:]}"
 
         # step 3: its worker came from the higher-priority group, the one listed second
         stored = {g["groupName"]: g.get("priority") for g in cluster.get()["spec"]["workerGroupSpecs"]}
