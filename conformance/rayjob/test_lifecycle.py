@@ -8,9 +8,8 @@ import time
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import (describe_rayjob, rayjob_must_keep_deployment_status,
-                                                   rayjob_must_mirror_cluster_status, rayjob_submitter_must_complete,
-                                                   seconds)
+from rayconformance.fixtures.expect.rayjob import (describe_rayjob, rayjob_must_mirror_cluster_status,
+                                                   rayjob_submitter_must_complete, seconds)
 from rayconformance.fixtures.waiting import wait_until
 
 # How long a RayJob waits for its Ray job to end once its submitter has finished (KubeRay: 30 s, not configurable).
@@ -116,8 +115,7 @@ def test_finished_job_ignores_suspend_and_keeps_its_submitter(ctx):
 
     # step 2: suspending the finished RayJob is ignored
     job.patch({"spec": {"suspend": True}})
-    rayjob_must_keep_deployment_status(ctx.k8s, ctx.namespace, job.name, "Complete", SUSPEND_WATCH_S,
-                                       why="suspend set on a RayJob that already finished")
+    job.must_keep_deployment_status("Complete", SUSPEND_WATCH_S, why="suspend set on a RayJob that already finished")
     assert submitter_job_names(job) == jobs, \
         (f"expected suspend on a finished RayJob to leave its submitter Job {jobs}; observed "
          f"{submitter_job_names(job)}")

@@ -4,6 +4,11 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures import ray
+from rayconformance.fixtures.expect.created import none_must_be_created
+from rayconformance.fixtures.watch import Watch
+
+# how long a RayJob created suspended is watched to create nothing
+QUIET_WINDOW_S = 20
 
 
 def ray_cluster_names(ctx) -> list[str]:
@@ -13,15 +18,19 @@ def ray_cluster_names(ctx) -> list[str]:
 @pytest.mark.feature("RayJobSuspend")
 @pytest.mark.samples("rayjob-basic")
 def test_created_suspended_then_resumed(ctx):
-    """A RayJob created suspended reports Suspended and creates neither a RayCluster nor a submitter Job;
-    once resumed it runs to jobStatus SUCCEEDED."""
+    """A RayJob created suspended reports Suspended and creates neither a RayCluster nor a submitter Job, not even
+    one it deletes again (watched from before its creation, through a quiet window); once resumed it runs to
+    jobStatus SUCCEEDED."""
     body = ctx.sample("rayjob-basic")
     body["spec"]["suspend"] = True
-    job = ctx.create_rayjob(body)
-    job.must_be_suspended()
-    assert not ray_cluster_names(ctx), \
-        f"a suspended RayJob must not create a RayCluster; found {ray_cluster_names(ctx)}"
-    assert not job.submitter_jobs(), "a suspended RayJob must not create a submitter Job"
+    with ctx.watch("RayCluster") as clusters, \
+            Watch(ctx.batch.list_namespaced_job, ctx.namespace, what=f"the Jobs in {ctx.namespace}") as jobs:
+        job = ctx.create_rayjob(body)
+        job.must_be_suspended()
+        job.must_keep_deployment_status("Suspended", QUIET_WINDOW_S, why="it was created with spec.suspend true")
+    through = f"RayJob {job.name} created suspended, until resumed"
+    none_must_be_created(clusters, "RayCluster", through=through)
+    none_must_be_created(jobs, "submitter Job", through=through)
 
     job.patch({"spec": {"suspend": False}})
     job.must_finish(job_status="SUCCEEDED", when="once resumed")

@@ -8,8 +8,10 @@ import pytest
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.conditions import condition
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, describe_rayservice
-from rayconformance.fixtures.expect.rayservice_history import (distinct_states, observed_generation,
-                                                               rayservice_must_stay_timed_out, timed_out)
+from rayconformance.fixtures.expect.rayservice_history import (distinct_states,
+                                                               initializing_timeout_must_not_fire_early,
+                                                               observed_generation, rayservice_must_stay_timed_out,
+                                                               timed_out)
 
 from .helpers import greeter
 
@@ -22,15 +24,19 @@ STAYS_FAILED_WINDOW_S = 20
 @pytest.mark.samples("rayservice-never-ready", "rayservice-greeter")
 def test_initializing_timeout_fails_a_service_that_never_starts(ctx):
     """A RayService annotated `ray.io/initializing-timeout: 20s` whose RayCluster can never start does not hang:
-    once the timeout has passed it reports Ready=False with reason InitializingTimeout, having observed its current
+    once the timeout has passed since it started initializing (watched: not earlier) it reports Ready=False with reason InitializingTimeout, having observed its current
     generation (status.observedGeneration), forgets its RayClusters and deletes them, and records a Warning event
     RayServiceInitializingTimeout. The failure is final: fixing its spec afterwards (a cluster that would start, a
     longer timeout) does not revive it; it stays Ready=False/InitializingTimeout and no RayCluster is created for
     it (the user deletes and recreates it to recover)."""
-    service = ctx.create_rayservice("rayservice-never-ready")
+    body = ctx.sample("rayservice-never-ready")
+    timeout_s = float(body["metadata"]["annotations"]["ray.io/initializing-timeout"].rstrip("s"))
 
-    # step 1: it gives up, saying why, and points at no RayCluster any more
-    obj = service.must_report_condition("Ready", "False", "InitializingTimeout", ctx.timeouts.medium)
+    # step 1: it gives up once its timeout has passed, not before, saying why, and points at no RayCluster any more
+    with ctx.watch("RayService") as history:
+        service = ctx.create_rayservice(body)
+        obj = service.must_report_condition("Ready", "False", "InitializingTimeout", ctx.timeouts.medium)
+    initializing_timeout_must_not_fire_early(history, timeout_s)
     message = (condition(obj, "Ready") or {}).get("message") or ""
     assert "failed to become ready within the configured timeout" in message, \
         f"expected the Ready message to name the initializing timeout, observed {message!r}"

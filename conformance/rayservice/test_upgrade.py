@@ -39,8 +39,8 @@ def test_new_cluster_upgrade_drops_no_request(ctx):
 def test_pending_head_failure_does_not_break_upgrade(ctx):
     """Losing the pending RayCluster's head Pod during a NewCluster upgrade, after the operator has already
     submitted the new Serve config to it, does not stop the upgrade: the restarted head has no Serve application,
-    so the operator must notice and submit the config again; traffic then switches to the new RayCluster, and no
-    request fails."""
+    so the operator must notice and submit the config again; traffic then switches to that same pending RayCluster
+    (not one prepared anew), and no request fails."""
     service, obj = deploy(ctx)
     old, _ = active_and_pending_clusters(obj)
     gen = service.start_traffic()
@@ -57,9 +57,13 @@ def test_pending_head_failure_does_not_break_upgrade(ctx):
     ctx.measure("upgrade.pending_head_killed_at_s", gen.elapsed())
     pending_cluster.delete_pod(head)
 
-    # step 3: the upgrade still completes (the config submitted again), without a failed request
-    service.must_complete_upgrade(old, gen)
+    # step 3: the upgrade still completes on that cluster, its head back (the config submitted again), without a
+    # failed request
+    new = service.must_complete_upgrade(old, gen)
     stats = service.stop_traffic(gen)
+    assert new == pending, \
+        (f"the upgrade must complete on the pending RayCluster {pending}, its lost head Pod replaced in place; "
+         f"observed traffic switched to RayCluster {new}")
     # The pending cluster serves no traffic before the switch, so its head failing must cost no request.
     assert stats["failures"] == 0, f"losing the pending head during an upgrade must not fail requests: {summary(stats)}"
 

@@ -84,6 +84,10 @@ CASES = [
          samples={"rayjob-basic": set_field(["spec", "submitterPodTemplate"], EARLY_EXITING_SUBMITTER)}),
     Case("created_suspended_then_resumed", r"RayJob \S+ to finish", saboteur=stop_operator_when(job_suspended)),
     Case("suspending_running_job_tears_down_cluster", "Suspended", saboteur=stop_operator_when(job_running)),
+    # a RayJob created suspended creates its RayCluster first and deletes it again on the way to Suspended (the end
+    # state is right: only a watch from before the creation sees it)
+    Case("created_suspended_then_resumed", "no RayCluster may be created",
+         patch="rayjob-suspended-job-creates-its-cluster-first"),
     Case("new_submitter_attaches_to_running_job[pod-deletion]", "submitter",
          samples={"rayjob-basic": set_field(["spec", "submitterPodTemplate"], RESUBMITTING_SUBMITTER)}),
     Case("new_submitter_attaches_to_running_job[network-cut]", "submitter",

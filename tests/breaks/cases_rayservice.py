@@ -65,6 +65,10 @@ CASES = [
     # The operator does not notice that a restarted head lost its Serve applications (no GCS FT), so it never
     # submits the config to the pending cluster again and the upgrade never completes.
     Case("pending_head_failure_does_not_break_upgrade", "switch", patch="rayservice-no-resubmit-after-head-loss"),
+    # The operator gives up on a pending cluster whose head was lost and prepares another: the upgrade completes, on
+    # a RayCluster that is not the one that was pending.
+    Case("pending_head_failure_does_not_break_upgrade", "the upgrade must complete on the pending RayCluster",
+         patch="rayservice-replaces-pending-cluster-on-head-loss"),
     Case("active_head_failure_with_gcs_ft_does_not_break_upgrade", "at most",
          samples={"rayservice-greeter-ft": serve_from_slow_head_without_ft}),
     # The operator reports UpgradeInProgress=False while a pending cluster exists.
@@ -75,6 +79,10 @@ CASES = [
     # The operator ignores the ray.io/initializing-timeout annotation: the RayService stays Initializing.
     Case("initializing_timeout_fails_a_service_that_never_starts", "Ready=False/InitializingTimeout",
          patch="rayservice-ignores-initializing-timeout"),
+    # The operator gives up after a quarter of the configured initializing timeout (the end state is right; only the
+    # watched moment shows it).
+    Case("initializing_timeout_fails_a_service_that_never_starts", "must not fire before it has passed",
+         patch="rayservice-initializing-timeout-fires-early"),
     # The annotation's whole-seconds form is read as milliseconds: a healthy RayService with "600" gives up at once.
     Case("healthy_service_is_not_failed_by_its_initializing_timeout", "must become Ready=True, not fail the timeout",
          patch="rayservice-initializing-timeout-seconds-as-milliseconds"),

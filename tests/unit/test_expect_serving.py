@@ -172,6 +172,24 @@ def test_no_raycluster_must_be_created():
                                               through="the loss")
 
 
+def test_initializing_timeout_must_not_fire_early():
+    def ready(reason):
+        return {"metadata": {"name": "svc"},
+                "status": {"conditions": [{"type": "Ready", "status": "False", "reason": reason}]}}
+
+    def seen(at_timeout: float) -> FakeWatch:
+        w = FakeWatch(("ADDED", {"metadata": {"name": "svc"}}), ("MODIFIED", ready("Initializing")),
+                      ("MODIFIED", ready("InitializingTimeout")))
+        w.versions[1].t, w.versions[2].t = 2.0, 2.0 + at_timeout
+        return w
+
+    history.initializing_timeout_must_not_fire_early(seen(19.5), 20)
+    with pytest.raises(AssertionError, match=r"must not fire before it has passed: .* observed it 5.0s after"):
+        history.initializing_timeout_must_not_fire_early(seen(5), 20)
+    with pytest.raises(AssertionError, match=r"to be seen Ready=False/Initializing and then"):
+        history.initializing_timeout_must_not_fire_early(FakeWatch(("ADDED", ready("Initializing"))), 20)
+
+
 class _SeenSlices:
     """What serve_endpoints_must_have_stayed reads from a watch: its versions of EndpointSlices, in order."""
 
