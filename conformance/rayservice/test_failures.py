@@ -25,10 +25,11 @@ STAYS_FAILED_WINDOW_S = 20
 def test_initializing_timeout_fails_a_service_that_never_starts(ctx):
     """A RayService annotated `ray.io/initializing-timeout: 20s` whose RayCluster can never start does not hang:
     once the timeout has passed since it started initializing (watched: not earlier) it reports Ready=False with
-    reason InitializingTimeout, having observed its current generation (status.observedGeneration), forgets its RayClusters and deletes them, and records a Warning event
-    RayServiceInitializingTimeout. The failure is final: fixing its spec afterwards (a cluster that would start, a
-    longer timeout) does not revive it; it stays Ready=False/InitializingTimeout and no RayCluster is created for
-    it (the user deletes and recreates it to recover)."""
+    reason InitializingTimeout, having observed its current generation (status.observedGeneration), forgets its
+    RayClusters and deletes them, and records a Warning event RayServiceInitializingTimeout. The failure is final:
+    fixing its spec afterwards (a cluster that would start, a longer timeout) does not revive it; it stays
+    Ready=False/InitializingTimeout and no RayCluster is created for it (the user deletes and recreates it to
+    recover)."""
     body = ctx.sample("rayservice-never-ready")
     timeout_s = float(body["metadata"]["annotations"]["ray.io/initializing-timeout"].rstrip("s"))
 
