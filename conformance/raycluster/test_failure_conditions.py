@@ -9,6 +9,7 @@ from rayconformance.fixtures.expect.conditions import (condition, condition_must
                                                           has_condition)
 from rayconformance.fixtures.expect.quotas import resource_quota_must_be_in_force
 from rayconformance.fixtures.expect.workloads import describe_pods
+from rayconformance.fixtures.owners import OWNERS, SAMPLES, owned_cluster
 
 QUOTA = "no-pods-allowed"
 # an image no node has, with imagePullPolicy Never: it cannot start, and no registry is asked for it
@@ -48,13 +49,15 @@ def test_pod_quota_reports_replica_failure_until_lifted(ctx):
 
 
 @pytest.mark.feature("RayClusterFailureConditions")
-@pytest.mark.samples("raycluster-basic")
-def test_head_pod_loss_turns_head_pod_ready_false(ctx):
-    """When a provisioned RayCluster loses its head Pod, HeadPodReady turns False with a reason (the head Pod
-    not found, or the new head not ready yet) while RayClusterProvisioned stays True the whole time; once the new
-    head Pod is ready, HeadPodReady is True again."""
-    cluster = ctx.create_raycluster(head_only(ctx, "headloss"))
-    cluster.must_be_provisioned()
+@pytest.mark.parametrize("owner", OWNERS)
+@pytest.mark.samples(*SAMPLES)
+def test_head_pod_loss_turns_head_pod_ready_false(ctx, owner):
+    """When a provisioned RayCluster loses its head Pod, whoever owns it (a user, a RayJob, a RayService),
+    HeadPodReady turns False with a reason (the head Pod not found, or the new head not ready yet) while
+    RayClusterProvisioned stays True the whole time; once the new head Pod is ready, HeadPodReady is True again,
+    in the same RayCluster."""
+    owned = owned_cluster(ctx, owner, workers=False)
+    cluster = owned.cluster
     old_head = cluster.head_pod()
 
     with cluster.watch_conditions() as conds:

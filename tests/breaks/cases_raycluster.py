@@ -39,8 +39,18 @@ CASES = [
     Case("pod_quota_reports_replica_failure_until_lifted", "ReplicaFailure=True/FailedCreateHeadPod",
          patch="raycluster-no-replica-failure"),
     # RayClusterProvisioned follows the Pods' readiness after the first time (turns False while the head is replaced)
-    Case("head_pod_loss_turns_head_pod_ready_false", "RayClusterProvisioned must stay True",
+    Case("head_pod_loss_turns_head_pod_ready_false[user]", "RayClusterProvisioned must stay True",
          patch="raycluster-provisioned-follows-pods"),
+    Case("head_pod_loss_turns_head_pod_ready_false[RayService]", "RayClusterProvisioned must stay True",
+         patch="raycluster-provisioned-follows-pods"),
+    Case("head_pod_loss_turns_head_pod_ready_false[RayJob]", "RayClusterProvisioned must stay True",
+         patch="raycluster-provisioned-follows-pods"),
+    # once provisioned, no RayCluster gets a new worker Pod for a lost one
+    Case("lost_worker_pod_is_replaced[user]", "to be replaced", patch="raycluster-lost-workers-stay-lost"),
+    # a RayCluster a RayJob or a RayService made gets no new worker Pod for a lost one once provisioned (a user's does)
+    Case("lost_worker_pod_is_replaced[RayJob]", "to be replaced", patch="raycluster-owned-cluster-keeps-lost-workers-lost"),
+    Case("lost_worker_pod_is_replaced[RayService]", "to be replaced",
+         patch="raycluster-owned-cluster-keeps-lost-workers-lost"),
     # HeadPodReady keeps the Pod's generic ContainersNotReady, not the head container's own waiting reason
     Case("unpullable_head_image_is_named_in_head_pod_ready", "HeadPodReady=False with reason ErrImageNeverPull",
          patch="raycluster-head-ready-reason-generic"),
