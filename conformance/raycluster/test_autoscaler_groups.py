@@ -34,6 +34,7 @@ print('PG_REMOVED')
 # Detached actors needing one CPU each (the demand), not waited for.
 HOLDERS = ["holder-0", "holder-1", "holder-2"]
 
+
 def autoscaled_cluster(ctx, version: str):
     """The autoscaler sample with autoscaler `version` (group small: 1-CPU workers, 0 to 2, idle after 15 s), up."""
     body = ctx.sample("raycluster-autoscaler")

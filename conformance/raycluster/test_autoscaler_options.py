@@ -8,7 +8,6 @@ import pytest
 from rayconformance.fixtures.ray_actors import create_actors, kill_actors, placed
 
 
-
 def one_actor_per_group(groups) -> dict[str, str]:
     """Each group's actor options: no CPU, one unit of the group's own Ray resource (named after the group)."""
     return {g: f"num_cpus=0, resources={{'{g}': 1}}" for g in groups}

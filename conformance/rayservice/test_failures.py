@@ -37,7 +37,7 @@ def test_initializing_timeout_fails_a_service_that_never_starts(ctx):
     with ctx.watch("RayService") as history:
         service = ctx.create_rayservice(body)
         obj = service.must_report_condition("Ready", "False", "InitializingTimeout", ctx.timeouts.medium)
-    initializing_timeout_must_not_fire_early(history, timeout_s)
+        initializing_timeout_must_not_fire_early(history, timeout_s, ctx.timeouts.short)
     message = (condition(obj, "Ready") or {}).get("message") or ""
     assert "failed to become ready within the configured timeout" in message, \
         f"expected the Ready message to name the initializing timeout, observed {message!r}"
