@@ -100,3 +100,6 @@ def test_stop_signal_stops_the_run_as_ctrl_c_does(suite, signum, workers):
     assert suite.provider_calls() == ["up", "down"], output
     assert suite.report()["tests"][0]["outcome"] == "failed", output
     assert "Traceback" not in output and "INTERNALERROR" not in output, output
+    # the stopped test is named as interrupted, not as a failed feature of the operator
+    assert "interrupted: 1 test(s) stopped before they finished" in output and "blocks" in output, output
+    assert "feature RayClusterProvisioning FAILED" not in output, output
