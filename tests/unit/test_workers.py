@@ -158,7 +158,7 @@ def test_an_unsharded_run_is_ordered_by_the_newest_earlier_report(tmp_path):
             {"name": "a", "outcome": "passed", "durationSeconds": 3.0}]}))
         os.utime(path, (mtime, mtime))
 
-    v = {"durations-from": None, "baseline": None, "shard": None, "cluster": None}
+    v = {"durations-from": None, "baseline": None, "shard": None, "cluster": None, "operator-profile": "kuberay-v1.6.1"}
     assert options.durations_source(v, tmp_path, None) is None
     write("old", "local-cpu", 1000)
     write("new", "kind-cpu", 2000)
@@ -168,6 +168,22 @@ def test_an_unsharded_run_is_ordered_by_the_newest_earlier_report(tmp_path):
     assert options.durations_source({**v, "shard": "1/2"}, tmp_path, None) is None  # every shard the same split
     assert options.durations_source({**v, "baseline": "b.yaml"}, tmp_path, None) == "b.yaml"
     assert options.durations_source(v, tmp_path, {options.WORKER_DURATIONS: ""}) is None  # the controller's
+
+
+def test_a_fresh_clone_is_ordered_by_its_profiles_published_run(tmp_path):
+    from rayconformance.fixtures import options
+
+    published = tmp_path / "published" / "kuberay" / "v1.6.1"
+    published.mkdir(parents=True)
+    (published / "conformance-report.yaml").write_text(yaml.safe_dump({"cluster": {"name": "local-gpu"}, "tests": [
+        {"name": "a", "outcome": "passed", "durationSeconds": 3.0}]}))
+    v = {"durations-from": None, "baseline": None, "shard": None, "cluster": None, "operator-profile": "kuberay-v1.6.1"}
+    assert options.durations_source(v, tmp_path, None) == str(published / "conformance-report.yaml")
+    assert options.durations_source({**v, "operator-profile": "kuberay-v1.7.0"}, tmp_path, None) is None
+    (tmp_path / "mine").mkdir()  # a run of its own comes first
+    (tmp_path / "mine" / "conformance-report.yaml").write_text(yaml.safe_dump({"cluster": {"name": "local-cpu"}, "tests": [
+        {"name": "a", "outcome": "passed", "durationSeconds": 5.0}]}))
+    assert options.durations_source(v, tmp_path, None).endswith("mine/conformance-report.yaml")
 
 
 def test_first_waves_pairs_the_longest_with_the_next_waves_shortest():
