@@ -50,14 +50,21 @@ def test_k8sjob_mode_head_loss_gets_a_new_head_and_ends_failed(ctx):
 @pytest.mark.samples("rayjob-sidecar")
 def test_sidecar_mode_head_loss_ends_failed_without_a_new_head(ctx):
     """In SidecarMode the submitter runs inside the head Pod: a head Pod deleted while the job runs is not replaced
-    (no head Pod is made for the RayCluster again) and the RayJob ends Failed with reason AppFailed."""
+    (no head Pod is made for the RayCluster again) and the RayJob ends Failed, saying the job's application or its
+    submission failed (AppFailed or SubmissionFailed)."""
     job, cluster, head = running_job(ctx, "rayjob-sidecar", "sidecar-head-loss")
 
     with ctx.watch_pods(cluster.name, "head") as heads:
         ctx.core.delete_namespaced_pod(head.metadata.name, ctx.namespace)
-        job.must_finish(deployment_status="Failed", reason="AppFailed",
-                        when="after its head Pod, where its submitter ran, was lost (SidecarMode)")
+        obj = job.must_finish(deployment_status="Failed",
+                              when="after its head Pod, where its submitter ran, was lost (SidecarMode)")
         new = heads.first(lambda v: v.obj["metadata"]["uid"] != head.metadata.uid, NO_HEAD_WINDOW_S)
     heads.must_not_have_failed()
+    # Which of the two depends on what the operator sees first: the head Pod gone (AppFailed, "Ray head pod not
+    # found") or the Pod still terminating with its submitter container killed (SubmissionFailed); KubeRay's own
+    # e2e (TestRayJobSidecarMode) accepts both.
+    assert ray.status(obj).get("reason") in ("AppFailed", "SubmissionFailed"), \
+        f"a SidecarMode RayJob whose head Pod was lost must end Failed as AppFailed or SubmissionFailed; " \
+        f"observed {describe_rayjob(obj)}"
     assert new is None, (f"a SidecarMode RayJob's lost head Pod {head.metadata.name} must not be replaced; "
                          f"observed a new head Pod {new.name} ({heads.summary()})")
