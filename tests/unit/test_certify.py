@@ -41,6 +41,29 @@ def test_a_fresh_report_verifies(suite, capsys):
     assert "verified" in capsys.readouterr().out
 
 
+CHANGES_THE_CHECKOUT = '''
+import pytest
+
+from rayconformance.fixtures import certify, report
+
+
+@pytest.mark.feature("RayClusterProvisioning")
+def test_provisioning(cluster):
+    """While this run goes, the checkout changes (a commit, an edited test): seen by the rest of the run."""
+    certify.suite_digest = lambda *a: "sha256:changed-during-the-run"
+    report.suite_version = lambda: "0.1.0+gchanged"
+'''
+
+
+def test_the_report_names_the_suite_as_it_was_when_the_run_started(suite):
+    suite.tests(CHANGES_THE_CHECKOUT)
+    result = suite.run_subprocess("--supported-features=RayClusterProvisioning")  # its own modules to change
+    assert result.ret == 0, result.stdout.lines
+    written = suite.report()
+    assert written["certification"]["suiteDigest"] == certify.suite_digest(), written["certification"]
+    assert written["suiteVersion"] != "0.1.0+gchanged", written["suiteVersion"]
+
+
 def test_an_edited_outcome_fails_verify_in_one_line(suite, capsys):
     run(suite)
     path = suite.run_dir / "conformance-report.yaml"
