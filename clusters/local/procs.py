@@ -125,7 +125,8 @@ def kill_strays(exe_prefixes: list[Path], markers: tuple[str, ...] = (BED_MARKER
     dirs and that carry one of the `markers` env vars. Other processes running the same executables (another
     provider's run sharing the tool cache) are left alone."""
     n = 0
-    prefixes = [str(p) for p in exe_prefixes]
+    # /proc/<pid>/exe is the resolved path: a tool cache behind a symlink is matched by its target too
+    prefixes = sorted({str(p) for p in exe_prefixes} | {str(Path(p).resolve()) for p in exe_prefixes})
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == os.getpid():
             continue
