@@ -59,15 +59,20 @@ fetch_etcd_src() {
   go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
 }
 
-build_etcd() {
-  local dir=$CACHE/etcd-$ETCD_VERSION
-  [ -x "$dir/bin/etcd" ] && { echo "build-tools: etcd $ETCD_VERSION cached"; return; }
-  echo "build-tools: building etcd $ETCD_VERSION"; local t=$(stamp)
-  fetched "$dir/src" fetch_etcd_src
+# module_build NAME VERSION FETCH PACKAGE VERSION_VAR: PACKAGE of the wrapper module FETCH makes, built once into
+# $CACHE/NAME-VERSION/bin/NAME with VERSION stamped into VERSION_VAR
+module_build() {
+  local name=$1 version=$2 fetch=$3 pkg=$4 var=$5 dir=$CACHE/$1-$2
+  [ -x "$dir/bin/$name" ] && { echo "build-tools: $name $version cached"; return; }
+  echo "build-tools: building $name $version"; local t=$(stamp)
+  fetched "$dir/src" "$fetch"
   cd "$dir/src"
-  go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" \
-    -o "$dir/bin/etcd" go.etcd.io/etcd/server/v3
-  report etcd "$t" "$dir/bin"
+  go build -trimpath -ldflags "-s -w -X $var=$version" -o "$dir/bin/$name" "$pkg"
+  report "$name" "$t" "$dir/bin"
+}
+
+build_etcd() {
+  module_build etcd "$ETCD_VERSION" fetch_etcd_src go.etcd.io/etcd/server/v3 go.etcd.io/etcd/api/v3/version.GitSHA
 }
 
 # build_k8s_cmds NAME SRC CMDS: Kubernetes commands (k8s.io/kubernetes/cmd/<c>) at $KUBERNETES_VERSION into
@@ -251,14 +256,8 @@ fetch_traefik_src() {
 }
 
 build_traefik() {
-  local dir=$CACHE/traefik-$TRAEFIK_VERSION
-  [ -x "$dir/bin/traefik" ] && { echo "build-tools: traefik $TRAEFIK_VERSION cached"; return; }
-  echo "build-tools: building traefik $TRAEFIK_VERSION"; local t=$(stamp)
-  fetched "$dir/src" fetch_traefik_src
-  cd "$dir/src"
-  go build -trimpath -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION" \
-    -o "$dir/bin/traefik" github.com/traefik/traefik/v3/cmd/traefik
-  report traefik "$t" "$dir/bin"
+  module_build traefik "$TRAEFIK_VERSION" fetch_traefik_src github.com/traefik/traefik/v3/cmd/traefik \
+    github.com/traefik/traefik/v3/pkg/version.Version
 }
 
 build_gatewayapi() {

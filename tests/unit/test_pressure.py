@@ -53,13 +53,17 @@ def test_window_reads_runnable_tasks_pressure_and_steal(tmp_path):
     assert measured["cpu_pressure_pct"] == 50.0
     assert measured["steal_pct"] == 25.0  # 50 of 200 ticks
     assert measured["busy_cores"] == 1.0  # of 200 ticks, 50 idle and 50 stolen: half of 2 cores busy
-    assert pressure.overloaded(measured, 2.0) and not pressure.overloaded(measured, 2.5)
+    quiet_neighbours = dict(measured, foreign_cores=0.0, steal_pct=0.0)
+    assert pressure.Thresholds(2.0, 0.1).reasons(quiet_neighbours, 2) == ["runnable tasks per core 2.0 >= 2"]
+    assert pressure.Thresholds(2.5, 0.1).reasons(quiet_neighbours, 2) == []
+    assert pressure.Thresholds(2.5, 0.1).reasons(measured, 2) == [
+        "0.5 of 2 cores taken by other processes or stolen >= 0.1 of the cores"]  # 25 % stolen of 2 cores
     assert "2.0 runnable tasks per core" in pressure.describe(measured)
 
 
 def test_failure_under_overload_is_marked_in_message_report_and_summary(suite):
     suite.tests(OVERLOADED_RUN)
-    result = suite.run("--overload-threshold", "0.2")
+    result = suite.run("--overload-threshold", "0.2", "--foreign-load-threshold", "1000")
     output = "\n".join(result.stdout.lines)
     assert "environment overloaded" in output and "may be the runner's, not the operator's" in output, output
     tests = {t["name"]: t for t in suite.report()["tests"]}
@@ -71,7 +75,7 @@ def test_failure_under_overload_is_marked_in_message_report_and_summary(suite):
 
 def test_failure_on_a_quiet_machine_is_not_marked(suite):
     suite.tests(OVERLOADED_RUN)
-    suite.run("--overload-threshold", "1000")
+    suite.run("--overload-threshold", "1000", "--foreign-load-threshold", "1000")
     tests = {t["name"]: t for t in suite.report()["tests"]}
     assert tests["fails_while_busy"]["outcome"] == "failed" and "environment" not in tests["fails_while_busy"], tests
 
@@ -103,3 +107,14 @@ def test_foreign_cores_count_only_processes_that_are_not_the_runs(tmp_path):
     window.start.at -= 10
     measured = window.close()
     assert measured["foreign_cores"] == 1.5, measured
+
+
+def test_failure_under_foreign_load_is_marked_by_its_own_threshold(suite, monkeypatch):
+    monkeypatch.setattr(pressure, "foreign_ticks", lambda start, end: 100 * pressure.CLOCK_TICK)  # the run is in-process
+    suite.tests(OVERLOADED_RUN.replace("range(2)", "range(0)"))
+    result = suite.run("--overload-threshold", "1000", "--foreign-load-threshold", "0.5")
+    output = "\n".join(result.stdout.lines)
+    assert "cores taken by other processes or stolen >= 0.5 of the cores" in output, output
+    tests = {t["name"]: t for t in suite.report()["tests"]}
+    assert tests["fails_while_busy"]["environment"] == "overloaded", tests
+    assert tests["passes"]["measurements"]["environment.foreign_cores"] > 0, tests
