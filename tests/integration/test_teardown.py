@@ -1,14 +1,19 @@
 """Teardown leaves nothing behind: no process, network namespace, veth, bridge, mount or iptables rule —
-after a normal run with Pods running, and after a crash that lost the state dir."""
+after a normal run with Pods running, after a crash that lost the state dir, and after a conformance run that CI
+cancelled with SIGTERM."""
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bedkit import Cluster, pod_manifest, ready
 from rayconformance.clusters import definition
@@ -17,6 +22,7 @@ from rayconformance.clusters.toolcache import CACHE
 from rayconformance.clusters.local.testbed import TestBed
 
 pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def everything_left() -> list[str]:
@@ -78,3 +84,38 @@ def test_teardown_after_a_crash_that_lost_the_state_dir(cluster):
         bed.down()
     assert everything_left() == []
     assert not any(procs.alive(p) for p in plugins)
+
+
+def output_until(proc: subprocess.Popen, text: bytes, timeout: float) -> bytes:
+    """What the process wrote until `text` appeared in it (or it exited, or `timeout` seconds passed)."""
+    out, deadline = b"", time.monotonic() + timeout
+    while text not in out and proc.poll() is None and time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 1)[0]:
+            out += os.read(proc.stdout.fileno(), 65536)
+    return out
+
+
+def test_a_run_cancelled_by_sigterm_mid_test_reports_and_leaves_nothing(tmp_path):
+    """As CI cancels a job: a conformance run on the local bed, started in the background (SIGINT ignored) and sent
+    SIGTERM while its test runs, names the test interrupted in its report, exits non-zero and takes the bed down."""
+    test = "test_head_and_workers_provisioned"
+    argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", "-v", "-n", "0", "--cluster",
+            "local-cpu", "--run-test", test.removeprefix("test_"), "--run-id", "sigterm", "--report-dir", str(tmp_path)]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        out = output_until(proc, f"::{test}".encode(), 900)  # -v names the test when it starts
+        assert proc.poll() is None and f"::{test}".encode() in out, out.decode(errors="replace")[-3000:]
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=300)
+        out += rest
+    finally:
+        proc.kill()
+    output = out.decode(errors="replace")
+    assert proc.returncode not in (0, -signal.SIGTERM, 128 + signal.SIGTERM), output[-3000:]
+    [result] = [t for t in yaml.safe_load((tmp_path / "sigterm" / "conformance-report.yaml").read_text())["tests"]
+                if t["outcome"] != "skipped"]
+    assert result["name"] == test.removeprefix("test_") and result["outcome"] == "failed", result
+    assert "interrupted" in output, output[-3000:]
+    assert everything_left() == []
