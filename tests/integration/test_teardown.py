@@ -86,27 +86,36 @@ def test_teardown_after_a_crash_that_lost_the_state_dir(cluster):
     assert not any(procs.alive(p) for p in plugins)
 
 
-def output_until(proc: subprocess.Popen, text: bytes, timeout: float) -> bytes:
-    """What the process wrote until `text` appeared in it (or it exited, or `timeout` seconds passed)."""
-    out, deadline = b"", time.monotonic() + timeout
-    while text not in out and proc.poll() is None and time.monotonic() < deadline:
-        if select.select([proc.stdout], [], [], 1)[0]:
-            out += os.read(proc.stdout.fileno(), 65536)
-    return out
+def run_raycluster_exists(run_id: str, kubeconfig: Path) -> bool:
+    """Whether a RayCluster of the run is in the bed's API: its test's body is running."""
+    if not kubeconfig.is_file():
+        return False
+    from kubernetes import client, config
+
+    try:
+        api = config.new_client_from_config(str(kubeconfig))
+        namespaces = client.CoreV1Api(api).list_namespace(label_selector=f"rayconformance.io/run={run_id}").items
+        return any(client.CustomObjectsApi(api).list_namespaced_custom_object(
+            "ray.io", "v1", ns.metadata.name, "rayclusters")["items"] for ns in namespaces)
+    except Exception:  # the API not up yet, or the CRD not installed yet
+        return False
 
 
 def test_a_run_cancelled_by_sigterm_mid_test_reports_and_leaves_nothing(tmp_path):
     """As CI cancels a job: a conformance run on the local bed, started in the background (SIGINT ignored) and sent
-    SIGTERM while its test runs, names the test interrupted in its report, exits non-zero and takes the bed down."""
-    test = "test_head_and_workers_provisioned"
+    SIGTERM while its test runs (once the test's RayCluster exists), names the test interrupted in its report, exits
+    non-zero and takes the bed down."""
+    test, run_id = "head_and_workers_provisioned", "sigterm"
     argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", "-v", "-n", "0", "--cluster",
-            "local-cpu", "--run-test", test.removeprefix("test_"), "--run-id", "sigterm", "--report-dir", str(tmp_path)]
+            "local-cpu", "--run-test", test, "--run-id", run_id, "--report-dir", str(tmp_path)]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    kubeconfig, out, deadline = TestBed(definition.load("local-cpu")).kubeconfig, b"", time.monotonic() + 900
     try:
-        out = output_until(proc, f"::{test}".encode(), 900)  # -v names the test when it starts
-        assert proc.poll() is None and f"::{test}".encode() in out, out.decode(errors="replace")[-3000:]
+        while proc.poll() is None and time.monotonic() < deadline and not run_raycluster_exists(run_id, kubeconfig):
+            if select.select([proc.stdout], [], [], 1)[0]:
+                out += os.read(proc.stdout.fileno(), 65536)
+        assert proc.poll() is None, f"the run ended before its test made its RayCluster: {out.decode()[-3000:]}"
         proc.send_signal(signal.SIGTERM)
         rest, _ = proc.communicate(timeout=300)
         out += rest
@@ -114,8 +123,8 @@ def test_a_run_cancelled_by_sigterm_mid_test_reports_and_leaves_nothing(tmp_path
         proc.kill()
     output = out.decode(errors="replace")
     assert proc.returncode not in (0, -signal.SIGTERM, 128 + signal.SIGTERM), output[-3000:]
-    [result] = [t for t in yaml.safe_load((tmp_path / "sigterm" / "conformance-report.yaml").read_text())["tests"]
-                if t["outcome"] != "skipped"]
-    assert result["name"] == test.removeprefix("test_") and result["outcome"] == "failed", result
+    ran = [t for t in yaml.safe_load((tmp_path / run_id / "conformance-report.yaml").read_text())["tests"]
+           if t["outcome"] != "skipped"]
+    assert [(t["name"], t["outcome"]) for t in ran] == [(test, "failed")], (ran, output[-3000:])
     assert "interrupted" in output, output[-3000:]
     assert everything_left() == []

@@ -103,3 +103,43 @@ def test_stop_signal_stops_the_run_as_ctrl_c_does(suite, signum, workers):
     # the stopped test is named as interrupted, not as a failed feature of the operator
     assert "interrupted: 1 test(s) stopped before they finished" in output and "blocks" in output, output
     assert "feature RayClusterProvisioning FAILED" not in output, output
+
+
+BLOCKS_IN_SETUP = '''
+import pathlib
+import threading
+
+import pytest
+
+
+@pytest.fixture
+def slow_cluster(cluster):
+    pathlib.Path("reports/unit/started").write_text("")
+    threading.Event().wait(120)  # a bring-up that lasts until the run is stopped
+
+
+@pytest.mark.feature("RayClusterProvisioning")
+def test_waits_for_its_cluster(slow_cluster):
+    pass
+'''
+
+
+def test_a_run_stopped_in_a_tests_setup_names_the_test_interrupted(suite):
+    """SIGTERM while a test's setup runs (e.g. the cluster's bring-up): the report still names that test, as
+    interrupted, rather than leaving it out. Without xdist only: an xdist controller stops reading its workers'
+    reports when it is stopped, so a worker's report of the interrupted setup does not reach it."""
+    suite.tests(BLOCKS_IN_SETUP)
+    env = {**os.environ, "PYTHONPATH": str(suite.pytester.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *suite.args("-n", "0")], cwd=suite.pytester.path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_until(lambda: (suite.run_dir / "started").exists(), bool, "the setup to start", 60, interval=0.2)
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0, output
+    [test] = suite.report()["tests"]
+    assert (test["name"], test["outcome"], test["reason"]) == (
+        "waits_for_its_cluster", "failed", "did not run to completion (interrupted)"), (test, output)
+    assert "interrupted: 1 test(s) stopped before they finished" in output, output
