@@ -124,13 +124,14 @@ def test_waits_for_its_cluster(slow_cluster):
 '''
 
 
-def test_a_run_stopped_in_a_tests_setup_names_the_test_interrupted(suite):
+@pytest.mark.parametrize("workers", ["0", "2"], ids=["alone", "xdist"])
+def test_a_run_stopped_in_a_tests_setup_names_the_test_interrupted(suite, workers):
     """SIGTERM while a test's setup runs (e.g. the cluster's bring-up): the report still names that test, as
-    interrupted, rather than leaving it out. Without xdist only: an xdist controller stops reading its workers'
-    reports when it is stopped, so a worker's report of the interrupted setup does not reach it."""
+    interrupted, rather than leaving it out; under xdist too, where the controller reads what its workers send
+    while they stop (fixtures/stopped_workers.py)."""
     suite.tests(BLOCKS_IN_SETUP)
     env = {**os.environ, "PYTHONPATH": str(suite.pytester.path)}
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *suite.args("-n", "0")], cwd=suite.pytester.path,
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *suite.args("-n", workers)], cwd=suite.pytester.path,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_until(lambda: (suite.run_dir / "started").exists(), bool, "the setup to start", 60, interval=0.2)
