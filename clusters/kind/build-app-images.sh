@@ -131,22 +131,24 @@ build_kuberay_submitter() {
   built "$name" "$out"
 }
 
-build_redis() {
-  local name=redis:$REDIS_TAG out=$IMAGES/redis-$REDIS_TAG.tar base
+# debian_image NAME FILE PART PKGS SETUP IMAGETAR-ARGS...: a small image of Debian packages (debian_part)
+debian_image() {
+  local name=$1 out=$IMAGES/$2.tar part=$3 pkgs=$4 setup=$5 base; shift 5
   [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
   since=$(stamp)
-  base=$(debian_part redis "redis-server" "mkdir -p /data")
-  $IT -o "$out" --tag "$name" --rootfs "$base" --workdir /data --cmd '["redis-server"]'
+  base=$(debian_part "$part" "$pkgs" "$setup")
+  $IT -o "$out" --tag "$name" --rootfs "$base" "$@"
   built "$name" "$out"
 }
 
+build_redis() {
+  debian_image "redis:$REDIS_TAG" "redis-$REDIS_TAG" redis "redis-server" "mkdir -p /data" \
+    --workdir /data --cmd '["redis-server"]'
+}
+
 build_python() {
-  local name=python:$PYTHON_TAG out=$IMAGES/python-$PYTHON_TAG.tar base
-  [ -f "$out" ] && { index "$name" "$out"; echo "build-app-images: $name cached"; return; }
-  since=$(stamp)
-  base=$(debian_part python "python3 ca-certificates" "ln -sf python3 /usr/bin/python")
-  $IT -o "$out" --tag "$name" --rootfs "$base" --cmd '["python3"]'
-  built "$name" "$out"
+  debian_image "python:$PYTHON_TAG" "python-$PYTHON_TAG" python "python3 ca-certificates" \
+    "ln -sf python3 /usr/bin/python" --cmd '["python3"]'
 }
 
 build_busybox() {

@@ -22,6 +22,31 @@ def fake_gpu_cluster(ctx, version: str):
     return cluster, group["groupName"]
 
 
+def one_worker_must_run_the_actor_and_go_when_idle(ctx, cluster, group: str, resources: str, demand: str):
+    """An actor asking for `resources` (a Ray options string, `demand` in words) must be placed on exactly one new
+    worker Pod of `group`, which is removed once the actor is gone; returns the actor's placement and that Pod."""
+    wait = int(ctx.timeouts.medium)
+    with cluster.watch_pods(group=group) as pods:
+        # the demand brings up one worker of the group, which runs the actor
+        logs = cluster.ray_job_must_succeed(create_actors(["actor"], resources, wait=wait))
+        actor = placed(logs)["actor"]
+        assert actor is not None, \
+            (f"an actor asking for {demand} was not placed within {wait}s of the demand; group {group} "
+             f"(rayStartParams num-gpus 1, one CPU, the cluster's only group): {pods.summary()}; "
+             f"{cluster.describe_worker_groups()}")
+        [worker] = cluster.group_workers_must_be_running_and_ready(
+            group, 1, ctx.timeouts.short, what=f"{demand} to bring up one worker of the fake GPU group")
+
+        # without the demand the group goes back to zero
+        cluster.ray_job_must_succeed(kill_actors(["actor"]), ctx.timeouts.medium)
+        cluster.group_workers_must_be_running_and_ready(group, 0, what="the idle worker to be removed after the "
+                                                                       "idle timeout")
+    pods.must_not_have_failed()
+    assert pods.peak == 1 and len(pods.created) == 1, \
+        f"{demand} must bring up exactly one worker Pod; observed {pods.summary()}"
+    return actor, worker
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.samples("raycluster-autoscaler-fake-gpu")
 def test_fake_gpu_group_scales_for_gpu_demand(ctx, version):
@@ -29,29 +54,12 @@ def test_fake_gpu_group_scales_for_gpu_demand(ctx, version):
     demand: an actor asking for one GPU brings up exactly one worker of that group, whose Ray node offers GPU 1 and
     runs the actor with one GPU id; once the actor is gone the group goes back to zero Pods."""
     cluster, group = fake_gpu_cluster(ctx, version)
-    wait = int(ctx.timeouts.medium)
-
-    with cluster.watch_pods(group=group) as pods:
-        # step 1: one GPU of demand brings up one worker of the group, which runs the actor
-        logs = cluster.ray_job_must_succeed(create_actors(["gpu-actor"], "num_cpus=1, num_gpus=1", wait=wait))
-        actor = placed(logs)["gpu-actor"]
-        assert actor is not None, \
-            (f"an actor asking for num_gpus=1 was not placed within {wait}s of the demand; group {group} "
-             f"(rayStartParams num-gpus 1): {pods.summary()}; {cluster.describe_worker_groups()}")
-        [worker] = cluster.group_workers_must_be_running_and_ready(
-            group, 1, ctx.timeouts.short, what="one GPU of demand to bring up one worker of the fake GPU group")
-        assert actor["ip"] == worker.status.pod_ip and actor["node_gpus"] == 1 and len(actor["gpu_ids"]) == 1, \
-            (f"the num_gpus=1 actor must run on the group's worker {worker.metadata.name} (Pod IP "
-             f"{worker.status.pod_ip}), whose Ray node offers GPU 1 (rayStartParams num-gpus), holding one GPU id; "
-             f"observed {actor}")
-
-        # step 2: without the demand the group goes back to zero
-        cluster.ray_job_must_succeed(kill_actors(["gpu-actor"]), ctx.timeouts.medium)
-        cluster.group_workers_must_be_running_and_ready(group, 0, what="the idle GPU worker to be removed after "
-                                                                       "the idle timeout")
-    pods.must_not_have_failed()
-    assert pods.peak == 1 and len(pods.created) == 1, \
-        f"one GPU of demand must bring up exactly one worker Pod; observed {pods.summary()}"
+    actor, worker = one_worker_must_run_the_actor_and_go_when_idle(ctx, cluster, group, "num_cpus=1, num_gpus=1",
+                                                                   "one GPU")
+    assert actor["ip"] == worker.status.pod_ip and actor["node_gpus"] == 1 and len(actor["gpu_ids"]) == 1, \
+        (f"the num_gpus=1 actor must run on the group's worker {worker.metadata.name} (Pod IP "
+         f"{worker.status.pod_ip}), whose Ray node offers GPU 1 (rayStartParams num-gpus), holding one GPU id; "
+         f"observed {actor}")
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -61,26 +69,8 @@ def test_cpu_demand_uses_the_gpu_group_when_no_other_fits(ctx, version):
     that asks for one CPU and no GPU still gets a worker: exactly one Pod of that group comes up and runs it; once
     the actor is gone the idle worker is removed and the group is back at zero."""
     cluster, group = fake_gpu_cluster(ctx, version)
-    wait = int(ctx.timeouts.medium)
-
-    with cluster.watch_pods(group=group) as pods:
-        # step 1: CPU-only demand brings up a worker of the GPU group, the only one there is
-        logs = cluster.ray_job_must_succeed(create_actors(["cpu-actor"], "num_cpus=1", wait=wait))
-        actor = placed(logs)["cpu-actor"]
-        assert actor is not None, \
-            (f"an actor asking for one CPU and no GPU was not placed within {wait}s: with group {group} (GPU 1, "
-             f"CPU 1) the only worker group, the autoscaler must bring up one of its workers for it; "
-             f"{pods.summary()}; {cluster.describe_worker_groups()}")
-        [worker] = cluster.group_workers_must_be_running_and_ready(
-            group, 1, ctx.timeouts.short, what="one CPU of demand to bring up one worker of the GPU group")
-        assert actor["ip"] == worker.status.pod_ip and not actor["gpu_ids"], \
-            (f"the CPU-only actor must run on the GPU group's worker {worker.metadata.name} (Pod IP "
-             f"{worker.status.pod_ip}) holding no GPU; observed {actor}")
-
-        # step 2: without the demand the group goes back to zero
-        cluster.ray_job_must_succeed(kill_actors(["cpu-actor"]), ctx.timeouts.medium)
-        cluster.group_workers_must_be_running_and_ready(group, 0, what="the idle worker to be removed after the "
-                                                                       "idle timeout")
-    pods.must_not_have_failed()
-    assert pods.peak == 1 and len(pods.created) == 1, \
-        f"one CPU of demand must bring up exactly one worker Pod; observed {pods.summary()}"
+    actor, worker = one_worker_must_run_the_actor_and_go_when_idle(ctx, cluster, group, "num_cpus=1",
+                                                                   "one CPU and no GPU")
+    assert actor["ip"] == worker.status.pod_ip and not actor["gpu_ids"], \
+        (f"the CPU-only actor must run on the GPU group's worker {worker.metadata.name} (Pod IP "
+         f"{worker.status.pod_ip}) holding no GPU; observed {actor}")
