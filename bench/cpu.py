@@ -1,4 +1,4 @@
-"""Where the CPU goes: runs the conformance suite (or a selection) on the local bed while a separate process samples
+"""Where the CPU goes: runs the conformance suite (or a selection) on the local bed or on kind while a separate process samples
 /proc every period, then prints CPU-seconds per component (Ray's processes by kind, the operator, the control plane,
 the node agent, the test process and its load generators), the tests that used the most with their Ray/harness
 split, and the run's total against the machine's capacity (cores x wall). The numbers also go to
@@ -45,10 +45,6 @@ def option(args: list[str], name: str) -> str | None:
         if a.startswith(name + "="):
             return a.split("=", 1)[1]
     return None
-
-
-def on_kind(args: list[str]) -> bool:
-    return option(args, "--provider") == "kind" or (option(args, "--cluster") or "").startswith("kind")
 
 
 def run_suite(run_dir: Path, run_id: str, jobs: str, period: float, extra: list[str]) -> int:
@@ -143,8 +139,6 @@ def main(argv: list[str] | None = None) -> int:
     if a.from_dir:
         run_dir, code = a.from_dir, 0
     else:
-        if on_kind(a.pytest_args):
-            sys.exit("bench/cpu: not supported on kind yet (Pods there are not marked with their Pod in /proc)")
         if os.geteuid() != 0:
             sys.exit("bench/cpu: needs root, to read other processes' environment in /proc")
         if a.period <= 0:

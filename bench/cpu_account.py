@@ -195,9 +195,9 @@ class Accountant:
         pid = int(key.split(":")[0])
         parent_key = self.pid_key.get(ppid)
         parent_inf = self.info.get(parent_key, {}) if parent_key else {}
-        if not (inf.get("pod") or inf.get("bed") or inf.get("run")):
+        if not (inf.get("pod") or inf.get("bed") or inf.get("run") or inf.get("node")):
             # a process that retitled itself before it was first seen has lost its environment: the parent's holds
-            inf = {**inf, **{m: parent_inf[m] for m in ("pod", "bed", "run") if m in parent_inf}}
+            inf = {**inf, **{m: parent_inf[m] for m in ("pod", "bed", "run", "node") if m in parent_inf}}
         self.info[key] = inf
         self.pid_key[pid] = key
         parent = self.comp.get(parent_key) if parent_key else None

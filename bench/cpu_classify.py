@@ -1,6 +1,10 @@
 """Which component a process belongs to, from what bench/cpu_sampler.py records of it: argv, comm and the markers
 in its environment (`pod`: a Pod's process on the local bed, `bed`: a test-bed process, `run`: the pytest run, split
-into the controller with its children, e.g. the operator install's kubectl, and the xdist workers with theirs).
+into the controller with its children, e.g. the operator install's kubectl, and the xdist workers with theirs) or in
+its cgroups (`node`: a process in a kind node, `pod` too when a Pod's cgroup holds it). On kind the control plane runs
+as Pods and is named by its programs as on the local bed; the node's own processes are the kubelet and its container
+runtime (`node-agent/kubelet`, `node-agent/runtime`: on the local bed the node agent does both jobs), the Docker
+engine that runs the nodes and its clients are `bed/engine`.
 
 Components are `<group>/<part>` names (a bare name is its own group). Ray's processes are told apart by their
 executable (`gcs_server`, `raylet`), their script (`dashboard/dashboard.py`, ...) or the title Ray gives a worker
@@ -18,6 +22,8 @@ AUTOSCALER, RAY_WORKERS, RAY_CLI, RAY_OTHER = "ray/autoscaler", "ray/workers", "
 OPERATOR = "operator"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns")
 NODE_AGENT, STORAGE, GATEWAY, BED_OTHER = "node-agent", "bed/storage", "bed/gateway", "bed/other"
+KUBELET, NODE_RUNTIME, ENGINE = "node-agent/kubelet", "node-agent/runtime", "bed/engine"
+ENGINE_EXES = ("dockerd", "containerd", "containerd-shim-runc-v2", "docker-proxy", "tini", "runc", "docker", "kind")
 PYTEST, WORKERS, LOADGEN = "harness/pytest", "harness/xdist-workers", "harness/loadgen"
 XDIST_BOOT = "exec(eval(sys.stdin.readline()))"  # how execnet starts an xdist worker
 POD_OTHER = "pods/other"
@@ -102,6 +108,8 @@ def by_command(cmd: list[str], comm: str) -> str | None:
         return STORAGE
     if exe == "traefik":
         return GATEWAY
+    if exe in ENGINE_EXES or script.endswith("runc-wrapper.py"):
+        return ENGINE
     if script.endswith(DASHBOARD_SCRIPTS):
         return DASHBOARD
     if script.endswith(AUTOSCALER_SCRIPTS) or "kuberay-autoscaler" in cmd[1:3]:
@@ -125,13 +133,15 @@ def by_command(cmd: list[str], comm: str) -> str | None:
 def classify(info: dict, parent: str | None = None, ppid: int | None = None) -> str:
     """The component of one process: `info` as the sampler records it, `parent` the parent's component if known."""
     cmd, comm = info.get("cmd") or [], info.get("comm", "")
-    marked = info.get("pod") or info.get("bed") or info.get("run")
+    marked = info.get("pod") or info.get("bed") or info.get("run") or info.get("node")
     if not cmd and not marked and (ppid in (0, 2) or comm == "kthreadd"):
         return KERNEL
     if not marked:
         if not cmd and parent and in_run(parent):  # gone before its command line and environment could be read
             return parent
         return SAMPLER if by_command(cmd, comm) == SAMPLER else HOST_OTHER
+    if info.get("node") and not info.get("pod"):
+        return KUBELET if program(cmd, comm)[0] == "kubelet" else NODE_RUNTIME
     named = by_command(cmd, comm)
     if named:
         return named

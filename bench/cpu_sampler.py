@@ -9,9 +9,12 @@ The first line is a header (clock ticks per second, cores, the sampler's own pid
   numbers changed since the previous sample (pid + start time, so a reused pid is another process);
 - `info`: for each new process, and again when its command line changes (exec, a Ray worker's new title): `comm`,
   `cmd` (argv) and the markers from its environment: `pod` (the node agent's Pod uid), `bed` (started by the local
-  bed), `run` (a descendant of the pytest process bench/cpu.py started);
+  bed), `run` (a descendant of the pytest process bench/cpu.py started); and from its cgroups, for a process in a
+  container other than the sampler's own (a kind node): `node` (the container's id, 12 digits) and `pod` (the uid of
+  the Pod whose cgroup holds it);
 - `gone`: processes seen before and absent now; `pods`: `{uid: [namespace, name]}` from the node agent's Pod records,
-  once per Pod.
+  or on a kind node from the kubelet's log directories (`/var/log/pods/<namespace>_<name>_<uid>`, read through
+  `/proc/<pid>/root` of one of the node's own processes), once per Pod.
 
 Nothing is accounted here: bench/cpu_account.py reads these lines.
 """
@@ -21,6 +24,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -32,6 +36,9 @@ BED_MARKER = b"RAYCONFORMANCE_BED="
 RUN_MARKER = b"RAYCONF_CPU_RUN="  # set by bench/cpu.py in the environment of the pytest it starts
 STATE_ROOT = Path(os.environ.get("RAYCONF_STATE", "/run/rayconformance"))
 POD_LOOKUPS = 30  # samples to keep looking for a Pod's record before giving up on its namespace
+# a container's cgroup: cgroupfs `/docker/<id>`, systemd `docker-<id>.scope`; a Pod's: `pod<uid>` (`-` or `_`)
+CONTAINER_CGROUP = re.compile(r"/docker[-/]([0-9a-f]{64})")
+POD_CGROUP = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
 
 
 def read_stat(pid: str) -> tuple[str, int, int, int, int] | None:
@@ -77,6 +84,35 @@ def read_markers(pid: str) -> dict:
     return out
 
 
+def read_cgroups(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cgroup", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def container_markers(cgroups: str, own_container: str | None) -> dict:
+    """`node` and `pod` of a process in a container other than `own_container`, from its cgroups' text."""
+    node = CONTAINER_CGROUP.search(cgroups)
+    if node is None or node.group(1) == own_container:
+        return {}
+    out = {"node": node.group(1)[:12]}
+    pod = POD_CGROUP.search(cgroups, node.end())
+    if pod:
+        out["pod"] = pod.group(1).replace("_", "-")
+    return out
+
+
+def kind_pod_record(uid: str, node_pids: list[str], proc: Path = Path("/proc")) -> list[str] | None:
+    """[namespace, name] of a kind Pod from the kubelet's log directory, seen through a node process's root."""
+    for pid in node_pids:
+        for d in (proc / pid / "root" / "var" / "log" / "pods").glob(f"*_{uid}"):
+            namespace, name, _ = d.name.split("_", 2)
+            return [namespace, name]
+    return None
+
+
 def read_cpu_line() -> list[int]:
     with open("/proc/stat") as f:
         return [int(x) for x in f.readline().split()[1:9]]
@@ -103,6 +139,9 @@ class Sampler:
         self.pod_of: dict[str, str] = {}
         self.pending_pods: dict[str, int] = {}
         self.known_pods: set[str] = set()
+        self.node_pids: dict[str, str] = {}  # kind node -> the pid of one of its own (not a Pod's) processes
+        own = CONTAINER_CGROUP.search(read_cgroups(str(os.getpid())))
+        self.own_container = own.group(1) if own else None
 
     def sample(self) -> dict:
         now, stat = time.time(), read_cpu_line()
@@ -122,6 +161,11 @@ class Sampler:
                 if prev is None or (cmd and cmd != self.cmd.get(key)):
                     # a retitled process (setproctitle) may have overwritten its environment: keep what was read
                     markers = read_markers(pid) or self.markers.get(key, {})
+                    if prev is None:
+                        markers = {**container_markers(read_cgroups(pid), self.own_container), **markers}
+                    node = markers.get("node")
+                    if node and "pod" not in markers and not os.path.exists(f"/proc/{self.node_pids.get(node)}"):
+                        self.node_pids[node] = pid
                     self.cmd[key], self.markers[key] = cmd, markers
                     info[key] = {"comm": comm, "cmd": cmd, **markers}
                     if "pod" in markers:
@@ -149,7 +193,7 @@ class Sampler:
     def _pods(self) -> dict:
         found = {}
         for uid in list(self.pending_pods):
-            rec = pod_record(uid, self.state_root)
+            rec = pod_record(uid, self.state_root) or kind_pod_record(uid, list(self.node_pids.values()))
             self.pending_pods[uid] -= 1
             if rec or self.pending_pods[uid] <= 0:
                 del self.pending_pods[uid]

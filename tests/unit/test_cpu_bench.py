@@ -187,6 +187,50 @@ def test_marks_plugin_writes_one_line_per_test(pytester, monkeypatch, tmp_path):
     assert all(g["start"] <= g["stop"] for g in got)
 
 
-def test_kind_is_refused():
-    assert cpu.on_kind(["--provider", "kind"]) and cpu.on_kind(["--cluster=kind-cpu"])
-    assert not cpu.on_kind(["-k", "kind_of_test"])
+KIND_NODE = "4f" * 32
+POD_UID = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
+
+
+@pytest.mark.parametrize("cgroups,expected", [
+    # cgroupfs engine, systemd kubelet inside the node (kind's own setup)
+    (f"4:cpu,cpuacct:/docker/{KIND_NODE}/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/"
+     f"kubelet-kubepods-burstable-pod{POD_UID.replace('-', '_')}.slice/cri-containerd-{'a' * 64}.scope\n",
+     {"node": KIND_NODE[:12], "pod": POD_UID}),
+    (f"4:cpu,cpuacct:/docker/{KIND_NODE}/kubepods/besteffort/pod{POD_UID}/{'a' * 64}\n",
+     {"node": KIND_NODE[:12], "pod": POD_UID}),
+    (f"1:name=systemd:/system.slice/docker-{KIND_NODE}.scope/system.slice/containerd.service\n",
+     {"node": KIND_NODE[:12]}),
+    ("4:cpu,cpuacct:/user.slice\n", {}),
+])
+def test_kind_node_and_pod_from_cgroups(cgroups, expected):
+    assert cpu_sampler.container_markers(cgroups, own_container=None) == expected
+
+
+def test_the_samplers_own_container_is_not_a_node():
+    """A runner in a container (a CI job's) is not a kind node: its processes are not the cluster's."""
+    assert cpu_sampler.container_markers(f"4:cpu:/docker/{KIND_NODE}\n", own_container=KIND_NODE) == {}
+
+
+def test_kind_pod_record_from_the_kubelets_log_directories(tmp_path):
+    (tmp_path / "77" / "root" / "var" / "log" / "pods" / f"rc-provisioning-ab12c_head-x_{POD_UID}").mkdir(parents=True)
+    assert cpu_sampler.kind_pod_record(POD_UID, ["76", "77"], proc=tmp_path) == ["rc-provisioning-ab12c", "head-x"]
+    assert cpu_sampler.kind_pod_record("another", ["77"], proc=tmp_path) is None
+
+
+@pytest.mark.parametrize("info,expected", [
+    ({"cmd": ["/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml"], "comm": "kubelet", "node": "n"},
+     cc.KUBELET),
+    ({"cmd": ["/usr/local/bin/containerd"], "comm": "containerd", "node": "n"}, cc.NODE_RUNTIME),
+    ({"cmd": ["/sbin/init"], "comm": "systemd", "node": "n"}, cc.NODE_RUNTIME),
+    ({"cmd": ["kube-apiserver", "--advertise-address=10.197.0.2"], "comm": "kube-apiserver", "node": "n",
+      "pod": "u"}, "control-plane/kube-apiserver"),
+    ({"cmd": [f"{RAY}/core/src/ray/gcs/gcs_server"], "comm": "gcs_server", "node": "n", "pod": "u"}, cc.GCS),
+    ({"cmd": ["/pause"], "comm": "pause", "node": "n", "pod": "u"}, cc.POD_OTHER),
+    ({"cmd": ["dockerd", "--data-root", "/var/cache/x"], "comm": "dockerd", "run": True}, cc.ENGINE),
+    ({"cmd": ["containerd-shim-runc-v2", "-namespace", "moby"], "comm": "containerd-shim", "run": True}, cc.ENGINE),
+    ({"cmd": ["python3", "/src/clusters/kind/runc-wrapper.py", "create"], "comm": "python3", "run": True},
+     cc.ENGINE),
+])
+def test_kind_processes(info, expected):
+    """On kind the kubelet and its runtime are the node agent's share, the engine is the bed's, Pods as on local."""
+    assert cc.classify(info) == expected
