@@ -1,5 +1,5 @@
 """Autoscaling with GCS fault tolerance: the autoscaler keeps scaling workers up and down after the head Pod is
-replaced (the new head's GCS restored from Redis)."""
+replaced (the new head's GCS restored from Redis), and the autoscaling cluster's deletion still cleans Redis."""
 from __future__ import annotations
 
 import pytest
@@ -28,7 +28,8 @@ def demand_must_come_and_go(ctx, cluster, name: str, *, when: str) -> None:
 def test_autoscaling_continues_after_head_pod_replaced(ctx, redis, version):
     """With in-tree autoscaling and GCS fault tolerance on Redis, an actor needing a CPU brings up a worker, which
     goes when the actor is gone; after the head Pod is deleted and a new one is Running and Ready (with the
-    autoscaler sidecar), the same holds: a new actor brings up a worker again, and it goes again."""
+    autoscaler sidecar), the same holds: a new actor brings up a worker again, and it goes again. Deleting the
+    cluster then leaves nothing of it in Redis."""
     body = ctx.sample("raycluster-autoscaler-gcs-ft")
     body["spec"]["autoscalerOptions"]["version"] = version
     cluster = ctx.create_raycluster(body)
@@ -46,3 +47,9 @@ def test_autoscaling_continues_after_head_pod_replaced(ctx, redis, version):
 
     # step 3: autoscaling up and down still works with the new head
     demand_must_come_and_go(ctx, cluster, "after", when="after the head Pod was replaced")
+
+    # step 4: deleting the cluster cleans its Redis storage, autoscaler or not
+    cluster.delete()
+    cluster.must_be_gone(ctx.timeouts.long, after="its deletion (and its Redis cleanup)")
+    size = redis.dbsize()
+    assert size == 0, f"deleting the autoscaling RayCluster must clean its Redis storage: DBSIZE is {size}, expected 0"

@@ -9,7 +9,6 @@ from kubernetes import client
 
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.raycluster_pods import head_restarts
-from rayconformance.fixtures.expect.redis import redis_cli
 from rayconformance.fixtures.expect.workloads import describe_pods
 from rayconformance.fixtures.handles.redis import Access
 from rayconformance.fixtures.watch import WatchLog
@@ -31,11 +30,6 @@ def deletion_step(kind: str, obj: dict) -> str:
     if kind == "Job":
         return f"{meta['name']} {'Complete' if job_complete(obj) else 'running'}"
     return f"{meta['name']} finalizers={meta.get('finalizers') or []}" + (" deleting" if meta.get("deletionTimestamp") else "")
-
-
-def redis_dbsize(ctx) -> int:
-    """DBSIZE of the external Redis."""
-    return int(redis_cli(ctx.k8s, ctx.namespace, "DBSIZE", ctx.timeouts.pods).split()[-1])
 
 
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
@@ -144,7 +138,7 @@ def test_delete_cleans_redis_and_removes_cluster(ctx, redis):
     gone from Redis."""
     cluster = ctx.create_raycluster("raycluster-gcs-ft")
     cluster.must_be_provisioned()
-    assert redis_dbsize(ctx) > 0, "the RayCluster's GCS wrote nothing to Redis"
+    assert redis.dbsize() > 0, "the RayCluster's GCS wrote nothing to Redis"
 
     log = WatchLog().add("RayCluster", client.CustomObjectsApi(ctx.k8s).list_namespaced_custom_object, ray.GROUP,
                          ray.VERSION, ctx.namespace, "rayclusters", field_selector=f"metadata.name={cluster.name}"
@@ -163,7 +157,7 @@ def test_delete_cleans_redis_and_removes_cluster(ctx, redis):
     assert cleaned and gone and cleaned.at <= gone.at, \
         (f"the RayCluster must stay until its Redis cleanup Job has completed, and only then go; observed "
          f"{'no completed cleanup Job' if not cleaned else 'the RayCluster gone first'}: {timeline}")
-    size = redis_dbsize(ctx)
+    size = redis.dbsize()
     assert size == 0, f"deleting the RayCluster must clean its Redis storage: DBSIZE is {size}, expected 0"
 
 
@@ -254,5 +248,5 @@ def test_deprecated_annotation_enables_fault_tolerance(ctx, redis, password_from
     cluster.delete()
     cluster.must_be_gone(ctx.timeouts.long, after="its deletion (and its Redis cleanup)")
     redis.must_hold_no_keys_of(storage, after=f"{cluster} was deleted, its Redis cleanup done ({redis.access})")
-    size = redis_dbsize(ctx)
+    size = redis.dbsize()
     assert size == 0, f"deleting the RayCluster must clean its Redis storage: DBSIZE is {size}, expected 0"

@@ -153,8 +153,8 @@ def test_reverting_the_spec_mid_upgrade_rolls_traffic_back(ctx, gateway):
     """Reverting a RayService's cluster spec while an incremental upgrade has moved part of the traffic to the new
     RayCluster rolls the upgrade back: the RayService reports RollbackInProgress=True, traffic returns to the
     original RayCluster, which stays the active one, the new RayCluster is deleted, the upgrade ends
-    (UpgradeInProgress=False, no pending cluster), later answers all come from the original cluster, and no
-    request fails."""
+    (UpgradeInProgress=False, no pending cluster), the RayService's HTTPRoute routes to the original cluster's serve
+    Service alone, later answers all come from the original cluster, and no request fails."""
     gateway_class = gateway()
     service, obj = deploy(ctx, incremental_service(ctx, gateway_class.class_name))
     original, _ = active_and_pending_clusters(obj)
@@ -184,8 +184,14 @@ def test_reverting_the_spec_mid_upgrade_rolls_traffic_back(ctx, gateway):
         ctx.measure("rollback.completed_at_s", gen.elapsed())
         service.must_have_stayed_on(watch, original, through="the rollback")
 
-    # step 5: the new RayCluster is deleted
+    # step 5: the new RayCluster is deleted, and the HTTPRoute routes to the original cluster's serve Service alone
     ctx.raycluster(pending).must_be_gone(after="the rollback")
+    route, original_svc = f"{service.name}-httproute", f"{original}-serve-svc"
+    wait_until(lambda: client.CustomObjectsApi(ctx.k8s).get_namespaced_custom_object(
+        *GATEWAY_API, ctx.namespace, "httproutes", route),
+        lambda r: [name for name, _ in backends(r)] == [original_svc],
+        f"after the rollback the HTTPRoute {route} to route to {original_svc} alone", ctx.timeouts.short,
+        render=lambda r: f"backends (Service, weight) {backends(r)}")
 
     # step 6: from now on every answer comes from the original RayCluster
     before = gen.stats()
