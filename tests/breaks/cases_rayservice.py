@@ -42,6 +42,9 @@ def serve_from_slow_head_without_ft(docs: list[dict]) -> None:
 
 CASES = [
     Case("serve_app_answers_through_serve_service", "Ready=True", saboteur=stop_operator_when(namespace_created)),
+    # The operator replaces a serve Service older than 30 s instead of keeping it: a steady load sees it go.
+    Case("steady_load_is_served_without_failures", r"must stay as they are .*(replaced|deleted)",
+         patch="rayservice-serve-service-replaced"),
     Case("serve_config_change_applies_in_place", "answer", saboteur=stop_operator_when(service_ready)),
     # The operator restarts the head Pod after submitting a changed Serve config to a cluster that had one: the
     # update is not in place.
