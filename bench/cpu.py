@@ -96,7 +96,7 @@ def pct(part: float, whole: float) -> float:
 
 def render(r: cpu_account.Result, report: dict | None, top: int) -> str:
     run = r.run_cpu
-    order = {g: i for i, g in enumerate((*cc.RAY_GROUPS, *cc.BED_HARNESS_GROUPS, *cc.NOT_RUN_GROUPS))}
+    order = {g: i for i, g in enumerate((*cc.RAY_GROUPS, *cc.BED_HARNESS_GROUPS, *cc.SETUP_GROUPS, *cc.NOT_RUN_GROUPS))}
     rows = sorted(r.components.items(), key=lambda kv: (order.get(cc.group(kv[0]), 99), -kv[1]))
     out = [f"{'component':<38} {'CPU-s':>9} {'% of run':>9}"]
     for comp, secs in rows:
@@ -105,6 +105,8 @@ def render(r: cpu_account.Result, report: dict | None, top: int) -> str:
     ray_op = sum(v for c, v in r.components.items() if cc.group(c) in cc.RAY_GROUPS)
     out.append(f"{'= Ray + operator':<38} {ray_op:9.1f} {pct(ray_op, run):9.1f}")
     out.append(f"{'= bed + harness':<38} {r.bed_harness_cpu:9.1f} {pct(r.bed_harness_cpu, run):9.1f}")
+    if r.setup_cpu:
+        out.append(f"{'= first-use builds':<38} {r.setup_cpu:9.1f} {pct(r.setup_cpu, run):9.1f}")
     outside = ", ".join(f"{c} {v:.1f}" for c, v in rows if not cc.in_run(c))
     out.append(f"not the run (CPU-s): {outside or 'nothing'}")
     out.append(f"machine: {r.machine_busy:.1f} CPU-s busy (/proc/stat), {r.machine_busy - r.attributed:.1f} of them "
@@ -124,7 +126,8 @@ def render(r: cpu_account.Result, report: dict | None, top: int) -> str:
         out.append(f"note: {note}")
     out.append("")
     out.append(f"run: {r.wall:.0f} s wall, {run:.0f} CPU-s of {r.capacity:.0f} CPU-s capacity "
-               f"({pct(run, r.capacity):.0f} %), bed+harness {pct(r.bed_harness_cpu, run):.0f} %")
+               f"({pct(run, r.capacity):.0f} %), bed+harness {r.bed_harness_share:.0f} %"
+               + (f" (of the run's CPU less {r.setup_cpu:.0f} CPU-s of first-use builds)" if r.setup_cpu else ""))
     return "\n".join(out)
 
 

@@ -103,6 +103,16 @@ class Result:
         return sum(v for c, v in self.components.items() if cc.group(c) in cc.BED_HARNESS_GROUPS)
 
     @property
+    def setup_cpu(self) -> float:
+        """What the run built on first use: not part of a warm run's cost, so not in the bed and harness share."""
+        return sum(v for c, v in self.components.items() if cc.group(c) in cc.SETUP_GROUPS)
+
+    @property
+    def bed_harness_share(self) -> float:
+        """The bed's and harness's percent of the run's CPU, first-use builds left out of both."""
+        return 100 * self.bed_harness_cpu / ((self.run_cpu - self.setup_cpu) or 1e-9)
+
+    @property
     def attributed(self) -> float:
         return sum(self.components.values())
 
@@ -113,7 +123,8 @@ class Result:
             "runCpuSeconds": round(self.run_cpu, 1),
             "runPercentOfCapacity": round(100 * self.run_cpu / (self.capacity or 1e-9), 1),
             "bedHarnessCpuSeconds": round(self.bed_harness_cpu, 1),
-            "bedHarnessPercentOfRun": round(100 * self.bed_harness_cpu / run, 1),
+            "setupCpuSeconds": round(self.setup_cpu, 1),
+            "bedHarnessPercentOfRun": round(self.bed_harness_share, 1),
             "machineBusyCpuSeconds": round(self.machine_busy, 1),
             "unattributedCpuSeconds": round(self.machine_busy - self.attributed, 1),
             "recoveredFromParentsCpuSeconds": round(self.recovered, 2),

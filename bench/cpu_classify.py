@@ -4,7 +4,9 @@ into the controller with its children, e.g. the operator install's kubectl, and 
 its cgroups (`node`: a process in a kind node, `pod` too when a Pod's cgroup holds it). On kind the control plane runs
 as Pods and is named by its programs as on the local bed; the node's own processes are the kubelet and its container
 runtime (`node-agent/kubelet`, `node-agent/runtime`: on the local bed the node agent does both jobs), the Docker
-engine that runs the nodes and its clients are `bed/engine`.
+engine that runs the nodes and its clients are `bed/engine`. The control plane runs as static Pods there, whose uid
+(a hash) is their cgroup's too. What a run builds on first use (Go and C compilers, e.g. a source tree's operator,
+Helm) is `setup/builds`: part of the run's CPU, not of the bed's or the harness's steady cost.
 
 Components are `<group>/<part>` names (a bare name is its own group). Ray's processes are told apart by their
 executable (`gcs_server`, `raylet`), their script (`dashboard/dashboard.py`, ...) or the title Ray gives a worker
@@ -23,6 +25,8 @@ OPERATOR = "operator"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns")
 NODE_AGENT, STORAGE, GATEWAY, BED_OTHER = "node-agent", "bed/storage", "bed/gateway", "bed/other"
 KUBELET, NODE_RUNTIME, ENGINE = "node-agent/kubelet", "node-agent/runtime", "bed/engine"
+BUILDS = "setup/builds"
+BUILD_EXES = ("go", "compile", "link", "asm", "cgo", "vet", "gcc", "cc", "cc1", "collect2", "ld", "as")
 ENGINE_EXES = ("dockerd", "containerd", "containerd-shim-runc-v2", "docker-proxy", "tini", "runc", "docker", "kind")
 PYTEST, WORKERS, LOADGEN = "harness/pytest", "harness/xdist-workers", "harness/loadgen"
 XDIST_BOOT = "exec(eval(sys.stdin.readline()))"  # how execnet starts an xdist worker
@@ -32,6 +36,7 @@ SAMPLER, KERNEL, HOST_OTHER = "bench/sampler", "host/kernel", "host/other"
 # groups in the order the table shows them; `host` and `bench` are not the run's
 RAY_GROUPS = ("ray", OPERATOR)
 BED_HARNESS_GROUPS = ("control-plane", NODE_AGENT, "bed", "harness", "pods")
+SETUP_GROUPS = ("setup",)
 NOT_RUN_GROUPS = ("bench", "host")
 
 DASHBOARD_SCRIPTS = ("dashboard/dashboard.py", "dashboard/agent.py", "runtime_env/agent/main.py")
@@ -110,6 +115,8 @@ def by_command(cmd: list[str], comm: str) -> str | None:
         return GATEWAY
     if exe in ENGINE_EXES or script.endswith("runc-wrapper.py"):
         return ENGINE
+    if exe in BUILD_EXES:
+        return BUILDS
     if script.endswith(DASHBOARD_SCRIPTS):
         return DASHBOARD
     if script.endswith(AUTOSCALER_SCRIPTS) or "kuberay-autoscaler" in cmd[1:3]:
@@ -140,9 +147,11 @@ def classify(info: dict, parent: str | None = None, ppid: int | None = None) -> 
         if not cmd and parent and in_run(parent):  # gone before its command line and environment could be read
             return parent
         return SAMPLER if by_command(cmd, comm) == SAMPLER else HOST_OTHER
-    if info.get("node") and not info.get("pod"):
-        return KUBELET if program(cmd, comm)[0] == "kubelet" else NODE_RUNTIME
     named = by_command(cmd, comm)
+    if info.get("node") and not info.get("pod"):  # a kind node's own process: the kubelet or its runtime
+        if program(cmd, comm)[0] == "kubelet":
+            return KUBELET
+        return named if named and named != ENGINE else NODE_RUNTIME
     if named:
         return named
     if info.get("pod"):  # e.g. a job's driver, a dashboard module's forkserver: its parent's, if that is Ray

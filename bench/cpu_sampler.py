@@ -38,7 +38,8 @@ STATE_ROOT = Path(os.environ.get("RAYCONF_STATE", "/run/rayconformance"))
 POD_LOOKUPS = 30  # samples to keep looking for a Pod's record before giving up on its namespace
 # a container's cgroup: cgroupfs `/docker/<id>`, systemd `docker-<id>.scope`; a Pod's: `pod<uid>` (`-` or `_`)
 CONTAINER_CGROUP = re.compile(r"/docker[-/]([0-9a-f]{64})")
-POD_CGROUP = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
+# (a static Pod's uid is a hash: 32 digits without separators)
+POD_CGROUP = re.compile(r"pod([0-9a-f]{8}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{4}[-_]?[0-9a-f]{12})")
 
 
 def read_stat(pid: str) -> tuple[str, int, int, int, int] | None:

@@ -200,6 +200,10 @@ POD_UID = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
      {"node": KIND_NODE[:12], "pod": POD_UID}),
     (f"1:name=systemd:/system.slice/docker-{KIND_NODE}.scope/system.slice/containerd.service\n",
      {"node": KIND_NODE[:12]}),
+    # a static Pod (the control plane on kind): its uid is a hash without separators
+    (f"4:cpu,cpuacct:/docker/{KIND_NODE}/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/"
+     f"kubelet-kubepods-burstable-pod{'9c' * 16}.slice/cri-containerd-{'a' * 64}.scope\n",
+     {"node": KIND_NODE[:12], "pod": '9c' * 16}),
     ("4:cpu,cpuacct:/user.slice\n", {}),
 ])
 def test_kind_node_and_pod_from_cgroups(cgroups, expected):
@@ -222,6 +226,11 @@ def test_kind_pod_record_from_the_kubelets_log_directories(tmp_path):
      cc.KUBELET),
     ({"cmd": ["/usr/local/bin/containerd"], "comm": "containerd", "node": "n"}, cc.NODE_RUNTIME),
     ({"cmd": ["/sbin/init"], "comm": "systemd", "node": "n"}, cc.NODE_RUNTIME),
+    # a control-plane process whose Pod was not told from its cgroup is still the control plane's
+    ({"cmd": ["etcd", "--data-dir=/var/lib/etcd"], "comm": "etcd", "node": "n"}, "control-plane/etcd"),
+    # what the run builds on first use (a source tree's operator, Helm) is setup, not the harness
+    ({"cmd": ["/go/pkg/tool/linux_amd64/compile", "-o", "_pkg_.a"], "comm": "compile", "run": True}, cc.BUILDS),
+    ({"cmd": ["go", "build", "-trimpath"], "comm": "go", "run": True}, cc.BUILDS),
     ({"cmd": ["kube-apiserver", "--advertise-address=10.197.0.2"], "comm": "kube-apiserver", "node": "n",
       "pod": "u"}, "control-plane/kube-apiserver"),
     ({"cmd": [f"{RAY}/core/src/ray/gcs/gcs_server"], "comm": "gcs_server", "node": "n", "pod": "u"}, cc.GCS),
