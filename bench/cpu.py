@@ -1,6 +1,6 @@
-"""Where the CPU goes: runs the conformance suite (or a selection) on the local bed or on kind while a separate process samples
-/proc every period, then prints CPU-seconds per component (Ray's processes by kind, the operator, the control plane,
-the node agent, the test process and its load generators), the tests that used the most with their Ray/harness
+"""Where the CPU goes: runs the conformance suite (or a selection) on the local bed or on kind while a separate process
+samples /proc every period, then prints CPU-seconds per component (Ray's processes by kind, the operator, the control
+plane, the node agent, the test process and its load generators), the tests that used the most with their Ray/harness
 split, and the run's total against the machine's capacity (cores x wall). The numbers also go to
 `reports/<run>/cpu.json`, beside the run's report; the raw samples to `cpu-samples.jsonl.gz`.
 

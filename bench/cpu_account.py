@@ -117,7 +117,6 @@ class Result:
         return sum(self.components.values())
 
     def to_json(self) -> dict:
-        run = self.run_cpu or 1e-9
         return {
             "wallSeconds": round(self.wall, 1), "cores": self.cores, "capacityCpuSeconds": round(self.capacity, 1),
             "runCpuSeconds": round(self.run_cpu, 1),

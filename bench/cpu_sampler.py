@@ -93,16 +93,29 @@ def read_cgroups(pid: str) -> str:
         return ""
 
 
-def container_markers(cgroups: str, own_container: str | None) -> dict:
-    """`node` and `pod` of a process in a container other than `own_container`, from its cgroups' text."""
-    node = CONTAINER_CGROUP.search(cgroups)
-    if node is None or node.group(1) == own_container:
+def innermost_container(cgroups: str, own_container: str | None) -> re.Match | None:
+    """The innermost Docker container a process's cgroups name, other than `own_container` (a runner's own, inside
+    which a kind node's path goes on: `/docker/<runner>/docker/<node>/...`)."""
+    found = [m for m in CONTAINER_CGROUP.finditer(cgroups) if m.group(1) != own_container]
+    return found[-1] if found else None
+
+
+def container_markers(cgroups: str, own_container: str | None, kind_nodes: set[str]) -> dict:
+    """`node` and `pod` of a process in one of the `kind_nodes` (container ids, 12 digits), from its cgroups' text;
+    nothing for another container's process."""
+    node = innermost_container(cgroups, own_container)
+    if node is None or node.group(1)[:12] not in kind_nodes:
         return {}
     out = {"node": node.group(1)[:12]}
     pod = POD_CGROUP.search(cgroups, node.end())
     if pod:
         out["pod"] = pod.group(1).replace("_", "-")
     return out
+
+
+def is_kind_node_root(pid: str, proc: Path = Path("/proc")) -> bool:
+    """Whether the process sees a kind node's file system (its `/kind/version`): a node's own process, not a Pod's."""
+    return (proc / pid / "root" / "kind" / "version").exists()
 
 
 def kind_pod_record(uid: str, node_pids: list[str], proc: Path = Path("/proc")) -> list[str] | None:
@@ -141,6 +154,8 @@ class Sampler:
         self.pending_pods: dict[str, int] = {}
         self.known_pods: set[str] = set()
         self.node_pids: dict[str, str] = {}  # kind node -> the pid of one of its own (not a Pod's) processes
+        self.kind_nodes: set[str] = set()  # containers found to be kind nodes
+        self.env: dict[str, dict] = {}  # key -> the markers read from its environment
         own = CONTAINER_CGROUP.search(read_cgroups(str(os.getpid())))
         self.own_container = own.group(1) if own else None
 
@@ -161,13 +176,9 @@ class Sampler:
                 cmd = read_cmdline(pid)
                 if prev is None or (cmd and cmd != self.cmd.get(key)):
                     # a retitled process (setproctitle) may have overwritten its environment: keep what was read
-                    markers = read_markers(pid) or self.markers.get(key, {})
-                    if prev is None:
-                        markers = {**container_markers(read_cgroups(pid), self.own_container), **markers}
-                    node = markers.get("node")
-                    if node and "pod" not in markers and not os.path.exists(f"/proc/{self.node_pids.get(node)}"):
-                        self.node_pids[node] = pid
-                    self.cmd[key], self.markers[key] = cmd, markers
+                    env = read_markers(pid) or self.env.get(key, {})
+                    markers = {**self._container(pid), **env}
+                    self.cmd[key], self.markers[key], self.env[key] = cmd, markers, env
                     info[key] = {"comm": comm, "cmd": cmd, **markers}
                     if "pod" in markers:
                         self.pod_of[key] = markers["pod"]
@@ -179,6 +190,7 @@ class Sampler:
         for k in gone:
             self.cmd.pop(k, None)
             self.markers.pop(k, None)
+            self.env.pop(k, None)
             self.pod_of.pop(k, None)
         self.last = seen
         line = {"t": round(now, 3), "stat": stat, "cpu": cpu}
@@ -190,6 +202,19 @@ class Sampler:
         if pods:
             line["pods"] = pods
         return line
+
+    def _container(self, pid: str) -> dict:
+        """The kind node and Pod markers of a process (read again when it execs: runc moves a container's first
+        process into its Pod's cgroup before the exec); a container is a kind node once one of its processes sees
+        `/kind/version`, and such a process is the one the node's Pod records are read through."""
+        cgroups = read_cgroups(pid)
+        node = innermost_container(cgroups, self.own_container)
+        if node is not None and is_kind_node_root(pid):
+            cid = node.group(1)[:12]
+            self.kind_nodes.add(cid)
+            if not is_kind_node_root(self.node_pids.get(cid, "-")):  # none yet, or gone (its pid maybe reused)
+                self.node_pids[cid] = pid
+        return container_markers(cgroups, self.own_container, self.kind_nodes)
 
     def _pods(self) -> dict:
         found = {}

@@ -9,9 +9,11 @@ from rayconformance.fixtures.expect.rayservice_history import no_pod_must_come_o
 from rayconformance.fixtures.expect.traffic import load_generator_must_get_more_answers
 from rayconformance.fixtures.traffic import summary
 
+from rayconformance.fixtures.handles.rayservice import TRAFFIC_RATE
+
 from .helpers import deploy
 
-STEADY_ANSWERS = 1200  # a minute at the load generator's 20 requests/s
+STEADY_ANSWERS = 60 * TRAFFIC_RATE  # a minute of answers at the load generator's rate
 
 
 @pytest.mark.feature("RayServiceReady")
@@ -29,13 +31,13 @@ def test_steady_load_is_served_without_failures(ctx):
             ctx.watch_pods(None, node_type=None) as pods:
         # step 1: a minute of steady load
         before = gen.stats()
-        load_generator_must_get_more_answers(gen, before, STEADY_ANSWERS, 3 * STEADY_ANSWERS / 20 + ctx.timeouts.short,
+        load_generator_must_get_more_answers(gen, before, STEADY_ANSWERS, STEADY_ANSWERS / TRAFFIC_RATE + ctx.timeouts.medium,
                                              after="the RayService was Ready")
 
-    # step 2: the operator left everything as it was
+    # step 2: the operator left everything as it was (its Services first: a replaced Service also costs readiness)
+    service.services_must_have_stayed(services, through="a minute of steady load")
     service.must_have_stayed_ready(watch, through="a minute of steady load")
     service.must_have_stayed_on(watch, cluster, through="a minute of steady load")
-    service.services_must_have_stayed(services, through="a minute of steady load")
     no_raycluster_must_be_created(clusters, through="a minute of steady load")
     no_pod_must_come_or_go(pods, through="a minute of steady load")
 

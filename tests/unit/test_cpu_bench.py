@@ -207,12 +207,29 @@ POD_UID = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
     ("4:cpu,cpuacct:/user.slice\n", {}),
 ])
 def test_kind_node_and_pod_from_cgroups(cgroups, expected):
-    assert cpu_sampler.container_markers(cgroups, own_container=None) == expected
+    assert cpu_sampler.container_markers(cgroups, own_container=None, kind_nodes={KIND_NODE[:12]}) == expected
+
+
+def test_only_kind_nodes_are_nodes():
+    """Another container on the same Docker (a database, another bed) is not the cluster's."""
+    assert cpu_sampler.container_markers(f"4:cpu:/docker/{KIND_NODE}\n", own_container=None, kind_nodes=set()) == {}
 
 
 def test_the_samplers_own_container_is_not_a_node():
-    """A runner in a container (a CI job's) is not a kind node: its processes are not the cluster's."""
-    assert cpu_sampler.container_markers(f"4:cpu:/docker/{KIND_NODE}\n", own_container=KIND_NODE) == {}
+    """A runner in a container (a CI job's) is not a kind node, and the nodes of its own Docker are, inside it."""
+    runner = "7e" * 32
+    assert cpu_sampler.container_markers(f"4:cpu:/docker/{runner}\n", own_container=runner,
+                                         kind_nodes={runner[:12]}) == {}
+    nested = f"4:cpu:/docker/{runner}/docker/{KIND_NODE}/kubepods/besteffort/pod{POD_UID}/{'a' * 64}\n"
+    assert cpu_sampler.container_markers(nested, own_container=runner, kind_nodes={KIND_NODE[:12]}) == \
+        {"node": KIND_NODE[:12], "pod": POD_UID}
+
+
+def test_a_kind_node_is_told_by_its_file_system(tmp_path):
+    (tmp_path / "41" / "root" / "kind").mkdir(parents=True)
+    (tmp_path / "41" / "root" / "kind" / "version").write_text("v1.36.3")
+    (tmp_path / "42" / "root").mkdir(parents=True)
+    assert cpu_sampler.is_kind_node_root("41", proc=tmp_path) and not cpu_sampler.is_kind_node_root("42", tmp_path)
 
 
 def test_kind_pod_record_from_the_kubelets_log_directories(tmp_path):
