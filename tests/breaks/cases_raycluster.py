@@ -233,6 +233,9 @@ CASES = [
     Case("autoscaling_continues_after_head_pod_replaced[v2]",
          "must have the autoscaler sidecar too|after the head Pod was replaced",
          patch="raycluster-new-head-without-autoscaler", timeout_scale=0.5),
+    # an autoscaling cluster's deletion leaves its Redis storage as it is (the finalizer removed, no cleanup Job)
+    Case("autoscaling_continues_after_head_pod_replaced[v2]", "DBSIZE is [1-9]",
+         patch="raycluster-autoscaling-cluster-redis-not-cleaned", timeout_scale=0.5),
     # samples helper
     # KubeRay's own samples under an operator that does not report a Pod creation refused by a quota as
     # ReplicaFailure: each fails at its last step
