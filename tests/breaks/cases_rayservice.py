@@ -138,6 +138,9 @@ CASES = [
     # A spec reverted during an incremental upgrade never starts a rollback.
     Case("reverting_the_spec_mid_upgrade_rolls_traffic_back", "must report RollbackInProgress=True",
          patch="rayservice-never-rolls-back"),
+    # After the rollback the HTTPRoute keeps the deleted pending cluster's serve Service as a backend, at weight 0.
+    Case("reverting_the_spec_mid_upgrade_rolls_traffic_back", r"to route to \S+ alone",
+         patch="rayservice-rollback-keeps-pending-backend"),
     # The operator never checks clusterUpgradeOptions: each invalid option is accepted and a RayCluster created.
     *(Case(f"invalid_upgrade_options_are_rejected[{case}]", "Ready=False/ValidationFailed",
            patch="rayservice-skips-upgrade-options-validation") for case in ("surge-above-100", "zero-interval",
