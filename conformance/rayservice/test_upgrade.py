@@ -124,10 +124,12 @@ def test_old_head_proxy_failure_during_upgrade_moves_serving_to_the_new_head(ctx
     head = service.head_must_be_labeled_serving(old, "true", why="its Serve proxy answers").metadata.name
     service.serve_endpoints_must_be(old, [head], why="the head runs the only Serve proxy")
 
-    # step 1: an upgrade whose new head starts Ray only after a while
+    # step 1: an upgrade whose new head starts Ray only after a while (the delay in the head's own image: one the run
+    # has made ready, as it has the samples')
     spec = obj["spec"]["rayClusterConfig"]
-    spec["headGroupSpec"]["template"]["spec"]["initContainers"] = [
-        {"name": "delay", "image": "busybox:1.36", "command": ["sleep", str(NEW_HEAD_DELAY_S)]}]
+    head_spec = spec["headGroupSpec"]["template"]["spec"]
+    head_spec["initContainers"] = [{"name": "delay", "image": head_spec["containers"][0]["image"],
+                                    "command": ["sleep", str(NEW_HEAD_DELAY_S)]}]
     service.patch({"spec": {"rayClusterConfig": spec, "rayClusterDeletionDelaySeconds": 5}})
     pending = service.must_have_pending_cluster()
 
