@@ -71,6 +71,18 @@ def test_every_conformance_test_declares_existing_samples():
     assert not missing, f"declared samples that do not exist: {missing}"
 
 
+def test_no_test_names_an_image_of_its_own():
+    """A test's images come from the samples it declares, which the run makes ready before the first test; an image
+    written into a test body is never loaded on kind (seen: a busybox init container left a new head pulling)."""
+    named = []
+    for path in sorted((ROOT / "conformance").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict):
+                named += [f"{path.relative_to(ROOT)}:{v.lineno} {v.value}" for k, v in zip(node.keys, node.values)
+                          if isinstance(k, ast.Constant) and k.value == "image" and isinstance(v, ast.Constant)]
+    assert not named, f"images named in test code rather than taken from a declared sample: {named}"
+
+
 def test_tests_work_through_the_context():
     """No conformance module passes the client and namespace around by hand: tests take `ctx`."""
     found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "conformance").rglob("*.py"))
