@@ -1,0 +1,125 @@
+"""Deliberate breaks, verified a batch at a time. Every break case once takes some 15 hours on 2 cores; the ledger
+(tests/breaks/ledger.json, see bench/breaks_ledger.py) keeps what each case's last run showed, so each sitting runs
+the cases that never ran, whose inputs changed, or that last did not fail, within a time budget.
+
+    .venv/bin/python bench/breaks.py status [--list]      # how many cases are verified as they stand
+    .venv/bin/python bench/breaks.py run --minutes 60 [-k EXPR] [--dry-run]
+
+`run` goes through `pytest tests/breaks` (the local-gpu bed, taken under the bed lock) and prints the status after.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import breaks_ledger  # noqa: E402
+
+GUESS_SECONDS = 300  # a case that never ran: about what one takes (install, one test, a scaled timeout)
+ORDER = ("never-run", "stale", "did-not-fail", "error", "skipped", "verified")
+
+
+def collected() -> list[str]:
+    """The break cases' pytest node ids, in CASES order."""
+    r = subprocess.run([sys.executable, "-m", "pytest", "tests/breaks", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                       cwd=ROOT, capture_output=True, text=True)
+    ids = [ln.strip() for ln in r.stdout.splitlines() if "::test_conformance_test_fails_when_behavior_is_broken[" in ln]
+    if not ids:
+        raise SystemExit(f"breaks: no break case collected (pytest exit {r.returncode}): {r.stdout[-500:]}{r.stderr[-500:]}")
+    return ids
+
+
+def cases() -> list[tuple[str, str]]:
+    """(nodeid, digest) of every case."""
+    from tests.breaks.test_breaks import CASES
+    ids = collected()
+    if len(ids) != len(CASES):
+        raise SystemExit(f"breaks: {len(ids)} node ids collected for {len(CASES)} cases")
+    return [(nodeid, breaks_ledger.digest(case)) for nodeid, case in zip(ids, CASES)]
+
+
+def table(ledger: dict, all_cases: list[tuple[str, str]]) -> list[tuple[str, str, str, dict | None]]:
+    rows = []
+    for nodeid, d in all_cases:
+        entry = ledger.get(breaks_ledger.case_id(nodeid))
+        rows.append((breaks_ledger.state(entry, d), nodeid, d, entry))
+    return rows
+
+
+def print_status(rows, listing: bool) -> None:
+    counts = Counter(s for s, *_ in rows)
+    print(f"breaks: {counts['verified']} of {len(rows)} cases verified as they stand "
+          f"({', '.join(f'{counts[s]} {s}' for s in ORDER if counts[s] and s != 'verified') or 'no other'})")
+    seconds = [e["seconds"] for s, _, _, e in rows if e]
+    if seconds:
+        left = sum((e or {}).get("seconds", GUESS_SECONDS) for s, _, _, e in rows if s != "verified")
+        print(f"breaks: a case took {sum(seconds) / len(seconds) / 60:.1f} min on average; "
+              f"the cases not verified need about {left / 3600:.1f} h")
+    if listing:
+        for s, nodeid, _, e in sorted(rows, key=lambda r: ORDER.index(r[0])):
+            extra = f" ({e['commit']}, {e['date'][:10]}, {e['seconds']} s){': ' + e['message'] if s != 'verified' and e.get('message') else ''}" if e else ""
+            print(f"  {s:<12} {breaks_ledger.case_id(nodeid)}{extra}")
+
+
+def choose(rows, minutes: float) -> list[tuple[str, str]]:
+    """The cases to run next: never run first, then stale, then those whose last run was not a failure as required;
+    as many as fit the budget (at least one)."""
+    todo = sorted((r for r in rows if r[0] != "verified"), key=lambda r: ORDER.index(r[0]))
+    chosen, spent = [], 0.0
+    for s, nodeid, d, e in todo:
+        cost = (e or {}).get("seconds") or GUESS_SECONDS
+        if chosen and spent + cost > minutes * 60:
+            continue
+        chosen.append((nodeid, d))
+        spent += cost
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    st = sub.add_parser("status")
+    st.add_argument("--list", action="store_true", help="one line per case")
+    rn = sub.add_parser("run")
+    rn.add_argument("--minutes", type=float, default=60, help="time budget, from earlier runs' durations")
+    rn.add_argument("-k", dest="keyword", default="", help="only cases whose id contains this text")
+    rn.add_argument("--dry-run", action="store_true", help="say which cases would run")
+    args = ap.parse_args(argv)
+
+    rows = table(breaks_ledger.load(), cases())
+    if args.cmd == "status":
+        print_status(rows, args.list)
+        return 0
+    if args.keyword:
+        rows = [r for r in rows if args.keyword in r[1]]
+    chosen = choose(rows, args.minutes)
+    if not chosen:
+        print("breaks: every selected case is verified as it stands")
+        return 0
+    print(f"breaks: running {len(chosen)} case(s) within {args.minutes:g} min:")
+    for nodeid, _ in chosen:
+        print(f"  {breaks_ledger.case_id(nodeid)}")
+    if args.dry_run:
+        return 0
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(dict(chosen), f)
+    env = {**os.environ, breaks_ledger.DIGESTS_ENV: f.name}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pytest", *(n for n, _ in chosen), "-v", "-p", "no:cacheprovider",
+                               "-p", "bench.breaks_ledger"], cwd=ROOT, env=env)
+    finally:
+        os.unlink(f.name)
+    print_status(table(breaks_ledger.load(), cases()), listing=False)
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

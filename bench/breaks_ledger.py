@@ -1,0 +1,141 @@
+"""The break ledger (tests/breaks/ledger.json): for every deliberate-break case, what its last run showed, when, at
+which commit, and on which inputs. A case's inputs are summed up in a digest of the case itself (its fields and
+the source of its sample mutations and saboteur), the module of the conformance test it breaks, and its patch.
+A case is *verified* when its last run showed the conformance test failing as required and its digest is still
+the same: the fixtures the test goes through are not in the digest, so a changed fixture is caught by the next
+full pass, not here.
+
+Also a pytest plugin for bench/breaks.py (`-p bench.breaks_ledger`): with RAYCONF_BREAK_DIGESTS naming a JSON file
+of {nodeid: digest}, each case's outcome is written to the ledger as soon as it is known, so a run cut off halfway
+keeps what it found."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LEDGER = ROOT / "tests" / "breaks" / "ledger.json"
+PATCHES = ROOT / "tests" / "breaks" / "patches"
+DIGESTS_ENV = "RAYCONF_BREAK_DIGESTS"
+LEDGER_ENV = "RAYCONF_BREAK_LEDGER"  # another ledger file (the project's own tests use one of their own)
+
+FAILS = "fails"  # the conformance test failed as its case requires: the break is seen
+
+
+def _source(fn, depth: int = 0) -> str:
+    """A callable's source, with the functions it closes over (a saboteur made by a factory names its probe)."""
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        text = getattr(fn, "__qualname__", repr(fn))
+    if depth < 2:
+        for cell in getattr(fn, "__closure__", None) or ():
+            inner = cell.cell_contents
+            text += "\n" + (_source(inner, depth + 1) if callable(inner) else repr(inner))
+    return text
+
+
+def test_module(test: str, conformance: Path = ROOT / "conformance") -> Path | None:
+    pattern = re.compile(rf"^def test_{re.escape(test.split('[')[0])}\(", re.M)
+    for path in sorted(conformance.rglob("test_*.py")):
+        if pattern.search(path.read_text()):
+            return path
+    return None
+
+
+def inputs(case) -> dict:
+    """What a case's verdict depends on, as text."""
+    fields = {}
+    for f in dataclasses.fields(case):
+        value = getattr(case, f.name)
+        if f.name == "samples":
+            value = {name: _source(fn) for name, fn in sorted(value.items())}
+        elif callable(value):
+            value = _source(value)
+        fields[f.name] = value
+    module = test_module(case.test)
+    patches = {p: (PATCHES / f"{p}.patch").read_text() for p in (case.patch, case.tree_patch) if p}
+    return {"case": fields, "module": module.read_text() if module else None, "patches": patches}
+
+
+def digest(case) -> str:
+    return hashlib.sha256(json.dumps(inputs(case), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def ledger_path() -> Path:
+    return Path(os.environ.get(LEDGER_ENV) or LEDGER)
+
+
+def load(path: Path | None = None) -> dict[str, dict]:
+    path = path or ledger_path()
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def save(ledger: dict[str, dict], path: Path | None = None) -> None:
+    path = path or ledger_path()
+    lines = [f"  {json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(ledger.items())]
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n")
+
+
+def commit() -> str:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    return head + ("-dirty" if git("status", "--porcelain", "--", "conformance", "fixtures", "tests/breaks") else "")
+
+
+def verdict(outcome: str, when: str) -> str:
+    """The break case's pytest outcome as what it says about the conformance test."""
+    if outcome == "passed":
+        return FAILS
+    if outcome == "skipped":
+        return "skipped"
+    return "did-not-fail" if when == "call" else "error"
+
+
+def state(entry: dict | None, current: str) -> str:
+    """verified, stale (inputs changed since it was verified), never-run, or the last run's verdict."""
+    if entry is None:
+        return "never-run"
+    if entry["verdict"] != FAILS:
+        return entry["verdict"]
+    return "verified" if entry["digest"] == current else "stale"
+
+
+def record(nodeid: str, case_digest: str, outcome: str, when: str, seconds: float, message: str,
+           path: Path | None = None) -> None:
+    ledger = load(path)
+    ledger[case_id(nodeid)] = {"digest": case_digest, "verdict": verdict(outcome, when), "commit": commit(),
+                               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               "seconds": round(seconds), "message": message[:300]}
+    save(ledger, path)
+
+
+def case_id(nodeid: str) -> str:
+    return nodeid[nodeid.index("[") + 1:-1] if "[" in nodeid else nodeid
+
+
+def _first_line(longrepr) -> str:
+    text = str(longrepr or "")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("E ")]
+    return (lines[0][1:].strip() if lines else text.strip().splitlines()[-1] if text.strip() else "")
+
+
+def pytest_runtest_logreport(report) -> None:
+    path = os.environ.get(DIGESTS_ENV)
+    if not path:
+        return
+    digests = json.loads(Path(path).read_text())
+    if report.nodeid not in digests:
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        message = report.longrepr[2] if report.skipped and isinstance(report.longrepr, tuple) else \
+            _first_line(report.longrepr)
+        record(report.nodeid, digests[report.nodeid], report.outcome, report.when, report.duration, message)

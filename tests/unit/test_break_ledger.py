@@ -1,0 +1,85 @@
+"""The break ledger (bench/breaks_ledger.py) and the batch chooser (bench/breaks.py): what counts as verified, what
+changes a case's digest, and that a break run records each case as it ends."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+from bench import breaks, breaks_ledger
+from tests.breaks.harness import Case
+from tests.breaks.test_breaks import CASES
+
+
+def entry(verdict: str, digest: str = "d1", seconds: int = 100) -> dict:
+    return {"digest": digest, "verdict": verdict, "commit": "abc", "date": "2026-12-05T00:00:00Z",
+            "seconds": seconds, "message": ""}
+
+
+def test_a_case_is_verified_only_when_it_failed_as_required_on_the_same_inputs():
+    assert breaks_ledger.state(None, "d1") == "never-run"
+    assert breaks_ledger.state(entry("fails"), "d1") == "verified"
+    assert breaks_ledger.state(entry("fails"), "d2") == "stale"
+    assert breaks_ledger.state(entry("did-not-fail"), "d1") == "did-not-fail"
+    assert breaks_ledger.state(entry("skipped"), "d1") == "skipped"
+
+
+def test_the_break_cases_pytest_outcome_says_whether_the_conformance_test_failed():
+    assert breaks_ledger.verdict("passed", "call") == "fails"
+    assert breaks_ledger.verdict("failed", "call") == "did-not-fail"
+    assert breaks_ledger.verdict("failed", "setup") == "error"
+    assert breaks_ledger.verdict("skipped", "call") == "skipped"
+
+
+def test_the_digest_follows_the_case_its_callables_and_its_patch():
+    base = next(c for c in CASES if c.patch)
+    same = Case(**{**base.__dict__})
+    assert breaks_ledger.digest(same) == breaks_ledger.digest(base)
+    assert breaks_ledger.digest(Case(**{**base.__dict__, "expect": base.expect + "x"})) != breaks_ledger.digest(base)
+    other_patch = next(c.patch for c in CASES if c.patch and c.patch != base.patch)
+    assert breaks_ledger.digest(Case(**{**base.__dict__, "patch": other_patch})) != breaks_ledger.digest(base)
+    with_saboteur = next(c for c in CASES if c.saboteur)
+    other = next(c.saboteur for c in CASES if c.saboteur and breaks_ledger._source(c.saboteur)
+                 != breaks_ledger._source(with_saboteur.saboteur))
+    assert breaks_ledger.digest(Case(**{**with_saboteur.__dict__, "saboteur": other})) != \
+        breaks_ledger.digest(with_saboteur)
+    assert len({breaks_ledger.digest(c) for c in CASES}) == len(CASES), "two cases share a digest"
+
+
+def test_every_case_breaks_a_test_that_exists():
+    missing = sorted({c.test for c in CASES if breaks_ledger.test_module(c.test) is None})
+    assert not missing, f"break cases name conformance tests that no module defines: {missing}"
+
+
+def test_the_batch_takes_what_never_ran_first_and_fits_the_budget():
+    rows = [("verified", "t[a]", "d", entry("fails")),
+            ("stale", "t[b]", "d", entry("fails", seconds=600)),
+            ("never-run", "t[c]", "d", None),
+            ("did-not-fail", "t[d]", "d", entry("did-not-fail", seconds=200))]
+    assert [n for n, _ in breaks.choose(rows, minutes=10)] == ["t[c]", "t[d]"]  # 300 + 200 s; b's 600 s does not fit
+    assert [n for n, _ in breaks.choose(rows, minutes=100)] == ["t[c]", "t[b]", "t[d]"]
+    assert [n for n, _ in breaks.choose(rows[:2], minutes=1)] == ["t[b]"]  # at least one, even over the budget
+
+
+def test_a_break_run_records_each_case_as_it_ends(pytester, tmp_path, monkeypatch):
+    pytester.makepyfile(test_fake=textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.parametrize("case", ["seen", "unseen", "noskip"])
+        def test_conformance_test_fails_when_behavior_is_broken(case):
+            if case == "unseen":
+                assert False, "expected the test to FAIL (not pass)"
+            if case == "noskip":
+                pytest.skip("no tree")
+    """))
+    ids = [f"test_fake.py::test_conformance_test_fails_when_behavior_is_broken[{c}]" for c in ("seen", "unseen", "noskip")]
+    digests = tmp_path / "digests.json"
+    digests.write_text(json.dumps({i: f"d-{n}" for n, i in enumerate(ids)}))
+    ledger = tmp_path / "ledger.json"
+    monkeypatch.setenv(breaks_ledger.DIGESTS_ENV, str(digests))
+    monkeypatch.setenv(breaks_ledger.LEDGER_ENV, str(ledger))
+    pytester.runpytest_inprocess("-p", "bench.breaks_ledger")
+    got = json.loads(ledger.read_text())
+    assert {k: (v["verdict"], v["digest"]) for k, v in got.items()} == {
+        "seen": ("fails", "d-0"), "unseen": ("did-not-fail", "d-1"), "noskip": ("skipped", "d-2")}
+    assert "expected the test to FAIL" in got["unseen"]["message"]
+    assert got["noskip"]["message"] == "Skipped: no tree"
