@@ -260,3 +260,20 @@ def test_kind_pod_record_from_the_kubelets_log_directories(tmp_path):
 def test_kind_processes(info, expected):
     """On kind the kubelet and its runtime are the node agent's share, the engine is the bed's, Pods as on local."""
     assert cc.classify(info) == expected
+
+
+def test_sample_settings_reach_every_ray_container_and_group_but_keep_what_a_sample_sets():
+    from bench import sample_settings
+    svc = {"kind": "RayService", "spec": {"rayClusterConfig": {
+        "headGroupSpec": {"rayStartParams": {"include-log-monitor": "true"}, "template": {"spec": {"containers": [
+            {"name": "ray-head", "image": "rayproject/ray:2.60.0", "env": [{"name": "A", "value": "mine"}]},
+            {"name": "sidecar", "image": "busybox:1.36"}]}}},
+        "workerGroupSpecs": [{"template": {"spec": {"containers": [{"name": "w", "image": "rayproject/ray:2.60.0"}]}}}]}}}
+    assert sample_settings.apply(svc, {"A": "0", "B": "1"}, {"include-log-monitor": "false"}) == (2, 1)
+    head, worker = sample_settings.groups(svc["spec"]["rayClusterConfig"])
+    assert head["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "mine"}, {"name": "B", "value": "1"}]
+    assert "env" not in head["template"]["spec"]["containers"][1]
+    assert head["rayStartParams"] == {"include-log-monitor": "true"}
+    assert worker["rayStartParams"] == {"include-log-monitor": "false"}
+    assert worker["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "0"}, {"name": "B", "value": "1"}]
+    assert sample_settings.apply({"kind": "Service", "spec": {}}, {"A": "0"}, {}) == (0, 0)
