@@ -128,6 +128,10 @@ CASES = [
     Case("embedded_store_keeps_detached_actor_across_head_loss", "keep its state|worker Pod should have stayed",
          profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-embedded-gcs-not-selected",
          timeout_scale=0.5),
+    # include-log-monitor is no longer one of the options rendered with their true/false value (as before KubeRay
+    # 1.7): its "false" is dropped, and the log monitor keeps running on every node
+    Case("start_params_reach_ray_start_with_their_values", r"expected \['--include-log-monitor=false'\]",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-start-param-false-dropped"),
     # GCS fault tolerance options (KubeRay v1.6.1 patched): redisUsername is not passed to Ray (no REDIS_USERNAME,
     # no --redis-username), so the head sends the ACL user's password as the default user's and Redis refuses it
     Case("fault_tolerance_options_keep_state_and_clean_up[acl-user]", "to be provisioned|keep its state",
