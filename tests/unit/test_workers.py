@@ -230,3 +230,26 @@ def test_the_two_longest_start_together_on_two_workers(suite):
     start = {t["name"]: t["startSeconds"] for t in suite.report()["tests"]}
     # handed out in blocks, the second longest would start after the longest, 3 s later
     assert abs(start["longest"] - start["second"]) < 2.0, start
+
+
+def test_cores_plus_one_holds_only_after_a_run_that_used_the_machine_up():
+    many = {f"t{i}": 100.0 for i in range(40)}
+    left_room = workers.Costs(many, 0.21, 0.22, "by hand", "report.yaml", use=0.37)
+    choice = workers.decide(2, 23, left_room)
+    assert choice.workers == 5  # 7 by CPU, 5 by memory; the earlier run used 37 % of the machine
+    assert "not held to cores + 1 (the earlier run used 37%" in choice.reason
+    assert workers.decide(2, 23, workers.Costs(many, 0.21, 0.22, "by hand", "r", use=0.8)).workers == 3
+    assert "cores + 1: the earlier run used an unknown share" in workers.decide(2, 23, costs(many, 0.21, 0.22)).reason
+
+
+def test_the_earlier_runs_use_of_the_machine_comes_from_its_bench_or_its_busy_cores(tmp_path):
+    rows = [{"name": n, "outcome": "passed", "durationSeconds": e - s, "startSeconds": s, "stopSeconds": e,
+             "measurements": {workers.BUSY: busy}} for n, (s, e, busy) in zip("abcdef", WINDOWS)]
+    path = tmp_path / "conformance-report.yaml"
+    path.write_text(yaml.safe_dump(report(rows, cores=4)))
+    weighted = sum((e - s) * b for s, e, b in WINDOWS) / sum(e - s for s, e, _ in WINDOWS)
+    assert workers.costs_of(path, cores_now=2).use == pytest.approx(weighted / 4)
+    (tmp_path / workers.CPU_JSON).write_text(json.dumps({
+        "wallSeconds": 300, "runCpuSeconds": 222.0, "capacityCpuSeconds": 600.0,
+        "tests": {n: {"ray": 10.0} for n in "abcdef"}}))
+    assert workers.costs_of(path, cores_now=2).use == pytest.approx(0.37)
