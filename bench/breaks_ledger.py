@@ -2,8 +2,8 @@
 which commit, and on which inputs. A case's inputs are summed up in a digest of the case itself (its fields and
 the source of its sample mutations and saboteur), the module of the conformance test it breaks, and its patch.
 A case is *verified* when its last run showed the conformance test failing as required and its digest is still
-the same: the fixtures the test goes through are not in the digest, so a changed fixture is caught by the next
-full pass, not here.
+the same. The digest leaves out the fixtures the test goes through (its must-holds in fixtures/expect, the harness),
+the samples and the profile: a change there is caught by the next full pass (`bench/breaks.py run --all`), not here.
 
 Also a pytest plugin for bench/breaks.py (`-p bench.breaks_ledger`): with RAYCONF_BREAK_DIGESTS naming a JSON file
 of {nodeid: digest}, each case's outcome is written to the ledger as soon as it is known, so a run cut off halfway
@@ -88,16 +88,23 @@ def commit() -> str:
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout.strip()
     head = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    return head + ("-dirty" if git("status", "--porcelain", "--", "conformance", "fixtures", "tests/breaks") else "")
+    dirty = git("status", "--porcelain", "--", "conformance", "fixtures", "samples", "profiles", "tests/breaks",
+                ":(exclude)tests/breaks/ledger.json")
+    return head + ("-dirty" if dirty else "")
 
 
-def verdict(outcome: str, when: str) -> str:
-    """The break case's pytest outcome as what it says about the conformance test."""
+def verdict(outcome: str, when: str, message: str = "") -> str:
+    """The break case's pytest outcome as what it says about the conformance test: it failed as required (fails),
+    it did not fail, it failed with another message (wrong-message), or the case could not run (error)."""
     if outcome == "passed":
         return FAILS
     if outcome == "skipped":
         return "skipped"
-    return "did-not-fail" if when == "call" else "error"
+    if when != "call":
+        return "error"
+    if "to FAIL (not pass, not error)" in message:
+        return "did-not-fail"
+    return "wrong-message" if "the failure message should mention" in message else "error"
 
 
 def state(entry: dict | None, current: str) -> str:
@@ -112,7 +119,7 @@ def state(entry: dict | None, current: str) -> str:
 def record(nodeid: str, case_digest: str, outcome: str, when: str, seconds: float, message: str,
            path: Path | None = None) -> None:
     ledger = load(path)
-    ledger[case_id(nodeid)] = {"digest": case_digest, "verdict": verdict(outcome, when), "commit": commit(),
+    ledger[case_id(nodeid)] = {"digest": case_digest, "verdict": verdict(outcome, when, message), "commit": commit(),
                                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "seconds": round(seconds), "message": message[:300]}
     save(ledger, path)

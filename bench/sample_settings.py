@@ -35,11 +35,12 @@ def apply(doc: dict, env: dict[str, str], params: dict[str, str]) -> tuple[int, 
     containers = changed_groups = 0
     for cluster in cluster_specs(doc):
         for group in groups(cluster):
-            start = group.setdefault("rayStartParams", {})
+            start = group.get("rayStartParams") or {}
+            group["rayStartParams"] = start
             new = {k: v for k, v in params.items() if k not in start}
             start.update(new)
             changed_groups += bool(new)
-            for c in group.get("template", {}).get("spec", {}).get("containers", []):
+            for c in ((group.get("template") or {}).get("spec") or {}).get("containers") or []:
                 if not str(c.get("image", "")).startswith("rayproject/ray"):
                     continue
                 have = {e["name"] for e in c.get("env", [])}

@@ -10,10 +10,10 @@ from rayconformance.fixtures.expect.raycluster_pods import start_params_must_rea
 @pytest.mark.feature("RayClusterStartParams")
 @pytest.mark.samples("raycluster-start-params")
 def test_start_params_reach_ray_start_with_their_values(ctx):
-    """Whatever a group's rayStartParams say reaches `ray start` on that group's Pods as --key=value, and the
-    cluster runs with them: include-log-monitor "false" turns Ray's log monitor off on every node instead of
-    being dropped (which leaves it running), include-dashboard "true" is kept, and the sizes (num-cpus,
-    object-store-memory) are passed as given. The cluster provisions and Ray lists both nodes alive."""
+    """Whatever a group's rayStartParams say reaches `ray start` on that group's Pods as --key=value:
+    include-log-monitor "false" is passed as --include-log-monitor=false on every node (so Ray starts no log
+    monitor) instead of being dropped (which leaves it running), include-dashboard "true" is kept, and the sizes
+    (num-cpus, object-store-memory) are passed as given. The cluster provisions and Ray lists both nodes alive."""
     body = ctx.sample("raycluster-start-params")
     cluster = ctx.create_raycluster(body)
     cluster.must_be_provisioned()
@@ -26,6 +26,8 @@ def test_start_params_reach_ray_start_with_their_values(ctx):
     for pod in pods:
         labels = pod.metadata.labels or {}
         group = "head" if labels.get("ray.io/node-type") == "head" else labels.get("ray.io/group")
+        assert group in params, f"Pod {pod.metadata.name}: expected the label ray.io/group naming one of {sorted(params)}, " \
+            f"observed labels {labels}"
         start_params_must_reach_ray_start(pod, params[group], group=group)
 
     # step 2: Ray started with them on every node

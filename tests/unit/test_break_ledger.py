@@ -25,7 +25,9 @@ def test_a_case_is_verified_only_when_it_failed_as_required_on_the_same_inputs()
 
 def test_the_break_cases_pytest_outcome_says_whether_the_conformance_test_failed():
     assert breaks_ledger.verdict("passed", "call") == "fails"
-    assert breaks_ledger.verdict("failed", "call") == "did-not-fail"
+    assert breaks_ledger.verdict("failed", "call", "expected x to FAIL (not pass, not error); junit: ...") == "did-not-fail"
+    assert breaks_ledger.verdict("failed", "call", "the failure message should mention 'y'") == "wrong-message"
+    assert breaks_ledger.verdict("failed", "call", "patch does not apply") == "error"
     assert breaks_ledger.verdict("failed", "setup") == "error"
     assert breaks_ledger.verdict("skipped", "call") == "skipped"
 
@@ -55,7 +57,8 @@ def test_the_batch_takes_what_never_ran_first_and_fits_the_budget():
             ("stale", "t[b]", "d", entry("fails", seconds=600)),
             ("never-run", "t[c]", "d", None),
             ("did-not-fail", "t[d]", "d", entry("did-not-fail", seconds=200))]
-    assert [n for n, _ in breaks.choose(rows, minutes=10)] == ["t[c]", "t[d]"]  # 300 + 200 s; b's 600 s does not fit
+    assert [n for n, _ in breaks.choose(rows, minutes=10)] == ["t[c]"]  # 300 s; b's 600 s does not fit, d waits
+    assert [n for n, _ in breaks.choose(rows, minutes=15)] == ["t[c]", "t[b]"]
     assert [n for n, _ in breaks.choose(rows, minutes=100)] == ["t[c]", "t[b]", "t[d]"]
     assert [n for n, _ in breaks.choose(rows[:2], minutes=1)] == ["t[b]"]  # at least one, even over the budget
 
@@ -67,7 +70,7 @@ def test_a_break_run_records_each_case_as_it_ends(pytester, tmp_path, monkeypatc
         @pytest.mark.parametrize("case", ["seen", "unseen", "noskip"])
         def test_conformance_test_fails_when_behavior_is_broken(case):
             if case == "unseen":
-                assert False, "expected the test to FAIL (not pass)"
+                assert False, "expected the test to FAIL (not pass, not error)"
             if case == "noskip":
                 pytest.skip("no tree")
     """))
