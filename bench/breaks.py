@@ -29,7 +29,7 @@ ORDER = ("never-run", "stale", "did-not-fail", "wrong-message", "error", "skippe
 
 
 def collected() -> list[str]:
-    """The break cases' pytest node ids, in CASES order."""
+    """The break cases' pytest node ids."""
     r = subprocess.run([sys.executable, "-m", "pytest", "tests/breaks", "--collect-only", "-q", "-p", "no:cacheprovider"],
                        cwd=ROOT, capture_output=True, text=True)
     ids = [ln.strip() for ln in r.stdout.splitlines() if "::test_conformance_test_fails_when_behavior_is_broken[" in ln]
@@ -39,12 +39,15 @@ def collected() -> list[str]:
 
 
 def cases() -> list[tuple[str, str]]:
-    """(nodeid, digest) of every case."""
+    """(nodeid, digest) of every case, matched by the case's id."""
     from tests.breaks.test_breaks import CASES
+    by_id = {case.id: case for case in CASES}
     ids = collected()
-    if len(ids) != len(CASES):
-        raise SystemExit(f"breaks: {len(ids)} node ids collected for {len(CASES)} cases")
-    return [(nodeid, breaks_ledger.digest(case)) for nodeid, case in zip(ids, CASES)]
+    unknown = [n for n in ids if breaks_ledger.case_id(n) not in by_id]
+    if unknown or len(ids) != len(by_id):
+        raise SystemExit(f"breaks: {len(ids)} node ids collected for {len(by_id)} cases"
+                         + (f"; no case has the id of {unknown[0]}" if unknown else ""))
+    return [(nodeid, breaks_ledger.digest(by_id[breaks_ledger.case_id(nodeid)])) for nodeid in ids]
 
 
 def table(ledger: dict, all_cases: list[tuple[str, str]]) -> list[tuple[str, str, str, dict | None]]:

@@ -11,6 +11,7 @@ keeps what it found."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import inspect
 import json
@@ -135,11 +136,16 @@ def _first_line(longrepr) -> str:
     return (lines[0][1:].strip() if lines else text.strip().splitlines()[-1] if text.strip() else "")
 
 
+@functools.lru_cache(maxsize=1)
+def _digests(path: str) -> dict[str, str]:
+    return json.loads(Path(path).read_text())
+
+
 def pytest_runtest_logreport(report) -> None:
     path = os.environ.get(DIGESTS_ENV)
     if not path:
         return
-    digests = json.loads(Path(path).read_text())
+    digests = _digests(path)
     if report.nodeid not in digests:
         return
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):

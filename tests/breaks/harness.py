@@ -28,6 +28,12 @@ class Case:
     profile: str = "kuberay-v1.6.1"  # the profile the break is derived from
     tree_patch: str | None = None  # tests/breaks/patches/<patch>.patch applied to a copy of the profile's source tree
 
+    @property
+    def id(self) -> str:
+        """The case's pytest id and ledger key: its test, and the patch that breaks the operator if one does."""
+        patch = self.patch or self.tree_patch
+        return self.test + (f"~{patch}" if patch else "")
+
 
 def patched_tree(tmp: Path, patch: Path) -> Path:
     """A copy of the source tree given to the suite (RAYCONF_OPERATOR_TREE) with `patch` applied, uncommitted: the

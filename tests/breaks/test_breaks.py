@@ -36,8 +36,7 @@ def _samples(tmp: Path, case: Case) -> Path:
     return d
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.test + (f"~{c.patch or c.tree_patch}" if c.patch or c.tree_patch else "")
-                                             for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, bed_kubeconfig):
     profile = derive_profile(tmp_path, case.profile, f"{case.profile}-broken-{abs(hash(case.test)) % 10**6}",
                              gates=case.gates, env=case.env,
