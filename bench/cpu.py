@@ -2,7 +2,8 @@
 samples /proc every period, then prints CPU-seconds per component (Ray's processes by kind, the operator, the control
 plane, the node agent, the test process and its load generators), the tests that used the most with their Ray/harness
 split, and the run's total against the machine's capacity (cores x wall). The numbers also go to
-`reports/<run>/cpu.json`, beside the run's report; the raw samples to `cpu-samples.jsonl.gz`.
+`reports/<run>/cpu.json`, beside the run's report; the raw samples to `cpu-samples.jsonl.gz`. Each run goes to the
+clean-run count (bench/runs_ledger.py).
 
     .venv/bin/python bench/cpu.py [--jobs auto|N] [--period 1] [--top 15] [-- <pytest args, e.g. -k provisioning>]
     .venv/bin/python bench/cpu.py --from reports/<run>      # account a recorded run again
@@ -25,6 +26,7 @@ import yaml
 
 import cpu_account
 import cpu_classify as cc
+import runs_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES, MARKS, OUTPUT = "cpu-samples.jsonl.gz", "cpu-marks.jsonl", "cpu.json"
@@ -127,7 +129,8 @@ def render(r: cpu_account.Result, report: dict | None, top: int) -> str:
     out.append("")
     out.append(f"run: {r.wall:.0f} s wall, {run:.0f} CPU-s of {r.capacity:.0f} CPU-s capacity "
                f"({pct(run, r.capacity):.0f} %), bed+harness {r.bed_harness_share:.0f} %"
-               + (f" (of the run's CPU less {r.setup_cpu:.0f} CPU-s of first-use builds)" if r.setup_cpu else ""))
+               + (f" (of the run's CPU less {r.setup_cpu:.0f} CPU-s of first-use builds)" if r.setup_cpu else "")
+               + (f"; peak memory used {r.peak_memory / 2**30:.2f} GiB" if r.peak_memory else ""))
     return "\n".join(out)
 
 
@@ -156,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     print(render(result, report, a.top))
     (run_dir / OUTPUT).write_text(json.dumps(result.to_json(), indent=1) + "\n")
     print(f"bench/cpu: wrote {run_dir / OUTPUT}" + (f" (pytest exit {code})" if code else ""))
+    if not a.from_dir and report is not None:
+        runs_ledger.record(run_dir, not runs_ledger.narrowed_by(a.pytest_args),
+                           result.peak_memory / 2**30 if result.peak_memory else None, "cpu")
+        print("\n".join(runs_ledger.status_lines(runs_ledger.load())))
     return code
 
 

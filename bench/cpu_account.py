@@ -89,6 +89,7 @@ class Result:
     recovered: float
     run_start: float
     notes: list[str] = field(default_factory=list)
+    peak_memory: int | None = None  # bytes in use on the machine at most, over the samples (None: not sampled)
 
     @property
     def capacity(self) -> float:
@@ -127,6 +128,7 @@ class Result:
             "machineBusyCpuSeconds": round(self.machine_busy, 1),
             "unattributedCpuSeconds": round(self.machine_busy - self.attributed, 1),
             "recoveredFromParentsCpuSeconds": round(self.recovered, 2),
+            **({"peakMemoryGiB": round(self.peak_memory / 2**30, 2)} if self.peak_memory else {}),
             "components": {c: round(v, 2) for c, v in sorted(self.components.items(), key=lambda kv: -kv[1])},
             "tests": {t: {k: round(v, 2) for k, v in s.items()} for t, s in self.tests.items()},
             "notes": self.notes,
@@ -160,10 +162,13 @@ class Accountant:
         self.first: dict | None = None
         self.prev_t = 0.0
         self.latest: dict | None = None
+        self.peak_memory: int | None = None
 
     # -- one sample -----------------------------------------------------------------------------------------------
     def feed(self, s: dict) -> None:
         self.pods.update(s.get("pods", {}))
+        if s.get("mem"):
+            self.peak_memory = max(self.peak_memory or 0, s["mem"])
         self._learn_all(s)
         if self.first is None:
             self.first = self.latest = s
@@ -286,7 +291,7 @@ class Accountant:
             notes.append("no test marks (bench/cpu_marks.py): the test process is not split per test")
         return Result(wall=self.latest["t"] - self.first["t"], cores=self.cores, components=dict(components),
                       tests=tests, machine_busy=busy, recovered=self.recovered, run_start=self.first["t"],
-                      notes=notes)
+                      notes=notes, peak_memory=self.peak_memory)
 
 
 def account(header: dict, samples: list[dict], tests: list[dict] | None = None,

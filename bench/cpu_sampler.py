@@ -5,6 +5,7 @@
 The first line is a header (clock ticks per second, cores, the sampler's own pid). Every later line is one sample:
 
 - `t`: epoch seconds; `stat`: the `cpu` line of /proc/stat (ticks: user nice system idle iowait irq softirq steal);
+  `mem`: the machine's memory in use (bytes, MemTotal - MemAvailable);
 - `cpu`: `{"<pid>:<start ticks>": [own ticks, reaped children's ticks, ppid]}` for each process that is new or whose
   numbers changed since the previous sample (pid + start time, so a reused pid is another process);
 - `info`: for each new process, and again when its command line changes (exec, a Ray worker's new title): `comm`,
@@ -57,6 +58,15 @@ def parse_stat(text: str) -> tuple[str, int, int, int, int]:
     comm = text[text.find("(") + 1:rparen]
     rest = text[rparen + 2:].split()
     return comm, int(rest[1]), int(rest[11]) + int(rest[12]), int(rest[13]) + int(rest[14]), int(rest[19])
+
+
+def used_memory() -> int | None:
+    """The machine's memory in use, in bytes: MemTotal - MemAvailable from /proc/meminfo."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        return (int(fields["MemTotal"].split()[0]) - int(fields["MemAvailable"].split()[0])) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def read_cmdline(pid: str) -> list[str]:
@@ -193,7 +203,7 @@ class Sampler:
             self.env.pop(k, None)
             self.pod_of.pop(k, None)
         self.last = seen
-        line = {"t": round(now, 3), "stat": stat, "cpu": cpu}
+        line = {"t": round(now, 3), "stat": stat, "cpu": cpu, "mem": used_memory()}
         if info:
             line["info"] = info
         if gone:

@@ -1,9 +1,10 @@
 """Runs the conformance suite (on the default local bed unless told otherwise) one or more times and prints,
 per run: wall time, the sum of test durations, their ratio (how much the tests overlapped), outcomes, the
 tests that failed (flakes, when the same code passed before), and the machine's peak memory use, sampled
-every second from /proc/meminfo (MemTotal - MemAvailable) while the run lasts.
+every second from /proc/meminfo (MemTotal - MemAvailable) while the run lasts. Each run goes to the clean-run count
+(bench/runs_ledger.py), whose streak per provider it prints at the end.
 
-    .venv/bin/python bench/suite.py [--runs 3] [--jobs 3] [-- <more pytest args>]
+    .venv/bin/python bench/suite.py [--runs 3] [--jobs auto|N] [-- <more pytest args>]
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import time
 from pathlib import Path
 
 import yaml
+
+import runs_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +49,7 @@ class MemorySampler:
         self._thread.join()
 
 
-def one_run(index: int, jobs: int, extra: list[str]) -> dict:
+def one_run(index: int, jobs: str, extra: list[str]) -> dict:
     run_id = f"bench-suite-{time.strftime('%Y%m%d-%H%M%S')}-{index}"
     argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", "-q", "-n", str(jobs),
             "--run-id", run_id, *extra]
@@ -71,13 +74,14 @@ def one_run(index: int, jobs: int, extra: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=1)
-    ap.add_argument("--jobs", type=int, default=3)
+    ap.add_argument("--jobs", default="auto", help="pytest-xdist workers: auto (the suite chooses, as make) or a count")
     ap.add_argument("extra", nargs="*", help="more pytest arguments (after --)")
     a = ap.parse_args(argv)
     results = []
     for i in range(1, a.runs + 1):
         r = one_run(i, a.jobs, a.extra)
         results.append(r)
+        runs_ledger.record(ROOT / "reports" / r["run"], not runs_ledger.narrowed_by(a.extra), r["peakGiB"], "suite")
         print(f"run {i} ({r['run']}, -n {a.jobs}): exit {r['exit']}, wall {r['wall']:.0f}s (report {r['reportWall']}s), "
               f"sum of test durations {r['busy']:.0f}s, ratio {r['busy'] / r['wall']:.2f}; {r['passed']} passed, "
               f"{len(r['failed'])} failed {r['failed'] or ''}, {r['skipped']} skipped; bring-up {r['bringup']}s, "
@@ -85,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     flakes = sorted({name for r in results for name in r["failed"]})
     print(f"{len(results)} run(s): {sum(not r['failed'] for r in results)} without failures; "
           f"failed tests: {', '.join(flakes) or 'none'}; peak memory {max(r['peakGiB'] for r in results):.1f} GiB")
+    print("\n".join(runs_ledger.status_lines(runs_ledger.load())))
     return 0
 
 

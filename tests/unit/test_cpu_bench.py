@@ -161,6 +161,16 @@ def test_totals_line_and_json():
     assert j["tests"]["provisioning"] == {"ray": 1.4, "harness": 0.75, "other": 0.0}
 
 
+def test_peak_memory_is_the_most_any_sample_saw_and_absent_from_older_samples():
+    header, samples = ca.read_samples(DATA / "samples.jsonl")
+    assert ca.account(header, samples).peak_memory is None
+    for s, used in zip(samples, (3, 7, 5)):
+        s["mem"] = used * 2**30
+    r = ca.account(header, samples)
+    assert r.peak_memory == 7 * 2**30 and r.to_json()["peakMemoryGiB"] == 7.0
+    assert cpu.render(r, None, top=5).endswith("; peak memory used 7.00 GiB")
+
+
 def test_truncated_and_short_sample_files(tmp_path):
     lines = (DATA / "samples.jsonl").read_text().splitlines()
     cut = tmp_path / "cut.jsonl.gz"

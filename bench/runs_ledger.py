@@ -1,0 +1,139 @@
+"""The clean-run count (issue 31's flake budget): every run a bench makes, kept in `bench/runs-ledger.json` across
+sittings, so "10 clean full runs in a row on local, 3 on kind" is counted by the bench, not by hand, even though one
+full run takes most of an hour and a sitting fits a few.
+
+A run is *full* when nothing narrowed what the profile claims: no `-k`, `-m`, test paths, `--run-test`,
+`--skip-tests`, `--core-only`, `--exempt-features`, `--supported-features` or `--all-features`. It is *clean* when
+no test failed. The streak of a provider is its clean full runs since its last full run with a failure; runs of a
+selection are kept but neither count nor break it. A failure's entry says whether the run marked it overloaded
+(the machine starved, fixtures/pressure.py).
+
+    .venv/bin/python bench/runs_ledger.py status                 # the streak per provider, the last failures
+    .venv/bin/python bench/runs_ledger.py record reports/<run> [--full] [--peak-gib 10.2]   # a run made otherwise
+
+bench/suite.py and bench/cpu.py record each run they make.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+LEDGER = ROOT / "bench" / "runs-ledger.json"
+REPORT = "conformance-report.yaml"
+TARGETS = {"local": 10, "kind": 3}  # clean full runs in a row that issue 31 asks for
+NARROWING = ("-k", "-m", "--run-test", "--skip-tests", "--core-only", "--exempt-features", "--supported-features",
+             "--all-features", "--deselect")
+TAKES_VALUE = ("-k", "-m", "-n", "--run-test", "--skip-tests", "--exempt-features", "--supported-features",
+               "--deselect", "--run-id", "--report-dir", "--provider", "--cluster", "--operator-profile",
+               "--operator-tree", "--ray-version", "--timeout-scale", "--attach-kubeconfig", "--durations-from",
+               "--overload-threshold", "--baseline", "--fail-on", "-p")
+
+
+def narrowed_by(args: list[str]) -> list[str]:
+    """The options among `args` (pytest arguments after `conformance`) that narrow the run to a selection."""
+    found, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        flag = a.split("=", 1)[0]
+        if flag in NARROWING or (flag.startswith("-k") and len(flag) > 2):
+            found.append(flag[:2] if flag.startswith("-k") else flag)
+        elif not a.startswith("-") and a.rstrip("/") != "conformance":
+            found.append(a)  # a test path
+        skip = flag in TAKES_VALUE and "=" not in a
+    return found
+
+
+def entry(run_dir: Path, full: bool, peak_gib: float | None, bench: str) -> dict:
+    """What the ledger keeps of one run, from its report."""
+    path = run_dir / REPORT
+    if not path.is_file():
+        raise SystemExit(f"runs-ledger: {run_dir} has no {REPORT}; give a run directory under reports/")
+    report = yaml.safe_load(path.read_text())
+    tests = report.get("tests", [])
+    failed = [{"name": t["name"], "overloaded": t.get("environment") == "overloaded",
+               "reason": " ".join(str(t.get("reason") or "").split())[:300]}
+              for t in tests if t["outcome"] == "failed"]
+    cluster, operator = report.get("cluster") or {}, report.get("operator") or {}
+    return {"run": report.get("runId", run_dir.name), "date": report.get("date"),
+            "suiteVersion": report.get("suiteVersion"), "provider": cluster.get("provider"),
+            "cluster": cluster.get("name"), "profile": operator.get("profile"),
+            "workers": (report.get("scheduling") or {}).get("workers"), "wallSeconds": report.get("wallSeconds"),
+            "full": full, "passed": sum(t["outcome"] == "passed" for t in tests), "failed": failed,
+            "skipped": sum(t["outcome"] == "skipped" for t in tests),
+            "peakMemoryGiB": round(peak_gib, 2) if peak_gib else None, "bench": bench}
+
+
+def load(path: Path = LEDGER) -> list[dict]:
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
+def record(run_dir: Path, full: bool, peak_gib: float | None, bench: str, path: Path = LEDGER) -> dict:
+    """Adds (or replaces, by run id) the run's entry and returns it."""
+    e = entry(run_dir, full, peak_gib, bench)
+    runs = [r for r in load(path) if r["run"] != e["run"]] + [e]
+    runs.sort(key=lambda r: r.get("date") or "")
+    path.write_text(json.dumps(runs, indent=1) + "\n")
+    return e
+
+
+def streak(runs: list[dict], provider: str) -> tuple[list[dict], dict | None]:
+    """The provider's clean full runs since its last full run with a failure (oldest first), and that run."""
+    clean: list[dict] = []
+    for r in runs:
+        if r["provider"] != provider or not r["full"]:
+            continue
+        if r["failed"]:
+            clean = []
+        else:
+            clean.append(r)
+    failed = [r for r in runs if r["provider"] == provider and r["full"] and r["failed"]]
+    return clean, (failed[-1] if failed else None)
+
+
+def status_lines(runs: list[dict]) -> list[str]:
+    out = []
+    for provider in sorted({r["provider"] for r in runs} | set(TARGETS)):
+        clean, failed = streak(runs, provider)
+        full = [r for r in runs if r["provider"] == provider and r["full"]]
+        peaks = [r["peakMemoryGiB"] for r in clean if r.get("peakMemoryGiB")]
+        line = (f"{provider}: {len(clean)} clean full run(s) in a row"
+                + (f" of {TARGETS[provider]} asked" if provider in TARGETS else "")
+                + f"; {len(full)} full run(s) recorded")
+        if clean:
+            walls = [r["wallSeconds"] / 60 for r in clean if r.get("wallSeconds")]
+            line += (f"; in the streak: {min(walls):.1f} to {max(walls):.1f} min, workers "
+                     f"{sorted({r['workers'] for r in clean}, key=str)}, peak memory "
+                     + (f"{max(peaks):.2f} GiB" if peaks else "not sampled"))
+        out.append(line)
+        if failed:
+            names = ", ".join(f["name"] + (" (overloaded)" if f["overloaded"] else "") for f in failed["failed"])
+            out.append(f"  last full run with a failure: {failed['run']} ({failed['date']}): {names}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("status")
+    rec = sub.add_parser("record")
+    rec.add_argument("run_dir", type=Path)
+    rec.add_argument("--full", action="store_true", help="the run tested everything the profile claims")
+    rec.add_argument("--peak-gib", type=float, help="the machine's peak memory in use during the run")
+    a = ap.parse_args(argv)
+    if a.cmd == "record":
+        e = record(a.run_dir, a.full, a.peak_gib, "record")
+        print(f"runs-ledger: recorded {e['run']} ({'full' if e['full'] else 'a selection'}, "
+              f"{len(e['failed'])} failed)")
+    print("\n".join(status_lines(load())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
