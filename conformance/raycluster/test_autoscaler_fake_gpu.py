@@ -22,9 +22,11 @@ def fake_gpu_cluster(ctx, version: str):
     return cluster, group["groupName"]
 
 
-def one_worker_must_run_the_actor_and_go_when_idle(ctx, cluster, group: str, resources: str, demand: str):
+def one_worker_must_run_the_actor_and_go_when_idle(ctx, cluster, group: str, resources: str, demand: str, *,
+                                                   version: str):
     """An actor asking for `resources` (a Ray options string, `demand` in words) must be placed on exactly one new
-    worker Pod of `group`, which is removed once the actor is gone; returns the actor's placement and that Pod."""
+    worker Pod of `group`, brought up by the autoscaler `version` asks for, which is removed once the actor is gone;
+    returns the actor's placement and that Pod."""
     wait = int(ctx.timeouts.medium)
     with cluster.watch_pods(group=group) as pods:
         # the demand brings up one worker of the group, which runs the actor
@@ -36,6 +38,7 @@ def one_worker_must_run_the_actor_and_go_when_idle(ctx, cluster, group: str, res
              f"{cluster.describe_worker_groups()}")
         [worker] = cluster.group_workers_must_be_running_and_ready(
             group, 1, ctx.timeouts.short, what=f"{demand} to bring up one worker of the fake GPU group")
+        cluster.autoscaler_must_be(version)
 
         # without the demand the group goes back to zero
         cluster.ray_job_must_succeed(kill_actors(["actor"]), ctx.timeouts.medium)
@@ -55,7 +58,7 @@ def test_fake_gpu_group_scales_for_gpu_demand(ctx, version):
     runs the actor with one GPU id; once the actor is gone the group goes back to zero Pods."""
     cluster, group = fake_gpu_cluster(ctx, version)
     actor, worker = one_worker_must_run_the_actor_and_go_when_idle(ctx, cluster, group, "num_cpus=1, num_gpus=1",
-                                                                   "one GPU")
+                                                                   "one GPU", version=version)
     assert actor["ip"] == worker.status.pod_ip and actor["node_gpus"] == 1 and len(actor["gpu_ids"]) == 1, \
         (f"the num_gpus=1 actor must run on the group's worker {worker.metadata.name} (Pod IP "
          f"{worker.status.pod_ip}), whose Ray node offers GPU 1 (rayStartParams num-gpus), holding one GPU id; "
@@ -70,7 +73,7 @@ def test_cpu_demand_uses_the_gpu_group_when_no_other_fits(ctx, version):
     the actor is gone the idle worker is removed and the group is back at zero."""
     cluster, group = fake_gpu_cluster(ctx, version)
     actor, worker = one_worker_must_run_the_actor_and_go_when_idle(ctx, cluster, group, "num_cpus=1",
-                                                                   "one CPU and no GPU")
+                                                                   "one CPU and no GPU", version=version)
     assert actor["ip"] == worker.status.pod_ip and not actor["gpu_ids"], \
         (f"the CPU-only actor must run on the GPU group's worker {worker.metadata.name} (Pod IP "
          f"{worker.status.pod_ip}) holding no GPU; observed {actor}")

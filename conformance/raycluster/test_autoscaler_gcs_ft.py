@@ -35,8 +35,9 @@ def test_autoscaling_continues_after_head_pod_replaced(ctx, redis, version):
     cluster = ctx.create_raycluster(body)
     cluster.must_be_provisioned()
 
-    # step 1: autoscaling up and down with the first head
+    # step 1: autoscaling up and down with the first head, by the autoscaler asked for
     demand_must_come_and_go(ctx, cluster, "before", when="with the first head")
+    cluster.autoscaler_must_be(version)
 
     # step 2: the head Pod is deleted; a new one comes up
     old = cluster.head_pod()

@@ -66,6 +66,7 @@ def test_placement_group_scales_workers_and_keeps_them(ctx, version):
     cluster.ray_job_must_succeed(PLACE.format(n=2), ctx.timeouts.medium)
     workers = cluster.workers_must_be_running_and_ready(
         2, ctx.timeouts.upgrade, what="a placement group of 2 STRICT_SPREAD bundles to bring up 2 workers, one each")
+    cluster.autoscaler_must_be(version)
     logs = cluster.ray_job_must_succeed(PG_READY, ctx.timeouts.medium)
     assert "PG_READY True" in logs, \
         f"the placement group must be placed on the 2 workers it brought up; observed: {logs[-500:]}"
@@ -102,6 +103,7 @@ def test_max_replicas_changed_under_demand(ctx, version):
         cluster.ray_job_must_succeed(create_actors(HOLDERS), ctx.timeouts.medium)
         cluster.workers_must_be_running_and_ready(2, ctx.timeouts.upgrade,
                                                   what="demand for 3 workers to bring up maxReplicas=2 of them")
+        cluster.autoscaler_must_be(version)
     capped.must_not_have_failed()
     assert capped.peak <= 2, f"maxReplicas=2 must cap the group at 2 worker Pods; observed {capped.summary()}"
 
@@ -143,6 +145,7 @@ def test_worker_group_added_while_running(ctx, version):
     cluster.ray_job_must_succeed(create_actors(["cpu-0"]), ctx.timeouts.medium)
     [running] = cluster.group_workers_must_be_running_and_ready(
         gname, 1, ctx.timeouts.upgrade, what=f"a CPU actor to bring up a worker of group {gname}")
+    cluster.autoscaler_must_be(version)
 
     # step 2: the new group is appended to the running cluster's worker groups (the others as stored)
     groups = cluster.get()["spec"]["workerGroupSpecs"]

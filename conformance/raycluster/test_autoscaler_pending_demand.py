@@ -61,6 +61,7 @@ def test_idle_worker_needed_by_pending_placement_group_is_kept(ctx, version):
         # step 1: the first placement group brings up a worker; removed, it leaves the worker idle; the second one
         # needs that worker and another
         logs = cluster.ray_job_must_succeed(SCRIPT.format(wait=wait), 2 * wait + ctx.timeouts.medium)
+        cluster.autoscaler_must_be(version)
     pods.must_not_have_failed()
     assert printed(logs, "PG1_READY") is True, \
         f"a placement group of one 1-CPU bundle must bring up a worker and be placed within {wait}s: {pods.summary()}"

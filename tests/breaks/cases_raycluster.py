@@ -87,6 +87,14 @@ CASES = [
     # (as v1.6.x and earlier), so Ray's own default runs: with Ray 2.60 that is autoscaler v2
     Case("demand_scales_workers_up_and_idle_down[v1]", "autoscaler v1 must run", profile="kuberay-v1.7.0", local=True,
          tree_patch="v1.7.0/raycluster-autoscaler-v1-not-pinned"),
+    # the same under every other autoscaler test: each v1 case checks which autoscaler runs once it has acted
+    *(Case(f"{test}[v1]", "autoscaler v1 must run", profile="kuberay-v1.7.0", local=True,
+           tree_patch="v1.7.0/raycluster-autoscaler-v1-not-pinned")
+      for test in ("workers_follow_actors_one_at_a_time", "fake_gpu_group_scales_for_gpu_demand",
+                   "cpu_demand_uses_the_gpu_group_when_no_other_fits",
+                   "idle_worker_needed_by_pending_placement_group_is_kept",
+                   "autoscaling_continues_after_head_pod_replaced", "placement_group_scales_workers_and_keeps_them",
+                   "max_replicas_changed_under_demand", "worker_group_added_while_running")),
     # autoscalerOptions.version v2 runs autoscaler v1 (RAY_enable_autoscaler_v2=false on the head)
     Case("demand_scales_workers_up_and_idle_down[v2]", "autoscaler v2 must run",
          patch="raycluster-autoscaler-v2-runs-v1"),
