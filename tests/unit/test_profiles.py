@@ -99,3 +99,25 @@ def test_bad_operator_upgrade_from_is_one_line(extra, expected, tmp_path):
     with pytest.raises(profiles.ProfileError) as e:
         profiles.parse(raw, tmp_path / "custom.yaml")
     assert expected in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ("lacks: RayServiceSuspend\n", "'lacks' must be a list of feature names"),
+    ("lacks: [RayServiceSuspnd]\n", "RayServiceSuspnd"),
+    ("lacks: [RayClusterSuspend]\nfeatures: [RayClusterSuspend]\n", "it claims RayClusterSuspend, which it also lists"),
+])
+def test_bad_lacks_is_one_line(extra, expected, tmp_path):
+    import yaml
+
+    raw = yaml.safe_load(HEAD.replace("features: []\n", "") + extra)
+    raw.setdefault("features", [])
+    with pytest.raises(profiles.ProfileError) as e:
+        profiles.parse(raw, tmp_path / "custom.yaml")
+    assert expected in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_release_lacks_the_features_added_after_it():
+    assert "RayServiceSuspend" in profiles.load("kuberay-v1.6.2").lacks
+    assert "RayJobSidecarMode" in profiles.load("kuberay-v1.4.2").lacks
+    assert "RayJobSidecarMode" not in profiles.load("kuberay-v1.5.0").lacks
+    assert profiles.load("kuberay-v1.7.0").lacks == ()
