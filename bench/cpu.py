@@ -160,8 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     (run_dir / OUTPUT).write_text(json.dumps(result.to_json(), indent=1) + "\n")
     print(f"bench/cpu: wrote {run_dir / OUTPUT}" + (f" (pytest exit {code})" if code else ""))
     if not a.from_dir and report is not None:
-        runs_ledger.record(run_dir, not runs_ledger.narrowed_by(a.pytest_args),
-                           result.peak_memory / 2**30 if result.peak_memory else None, "cpu")
+        runs_ledger.record(run_dir, None, result.peak_memory / 2**30 if result.peak_memory else None, "cpu",
+                           exit_code=code)
         print("\n".join(runs_ledger.status_lines(runs_ledger.load())))
     return code
 

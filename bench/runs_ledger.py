@@ -2,14 +2,16 @@
 sittings, so "10 clean full runs in a row on local, 3 on kind" is counted by the bench, not by hand, even though one
 full run takes most of an hour and a sitting fits a few.
 
-A run is *full* when nothing narrowed what the profile claims: no `-k`, `-m`, test paths, `--run-test`,
-`--skip-tests`, `--core-only`, `--exempt-features`, `--supported-features` or `--all-features`. It is *clean* when
-no test failed. The streak of a provider is its clean full runs since its last full run with a failure; runs of a
-selection are kept but neither count nor break it. A failure's entry says whether the run marked it overloaded
-(the machine starved, fixtures/pressure.py).
+A run is *full* when nothing narrowed what the profile claims, as its report's `selection` says (fixtures/selection.py:
+no -k, -m, test paths, --deselect, --ignore, --run-test, --skip-tests, --core-only, --exempt-features,
+--supported-features, --all-features or --shard; merged shards count as one run), and it ended by itself (pytest
+exit 0 or 1, no test cut off). It is *clean* when no test failed. The streak of a provider is its clean full runs
+since its last full run with a failure; runs of a selection are kept but neither count nor break it. A failure's
+entry says whether the run marked it overloaded (the machine starved, fixtures/pressure.py), and its message.
 
     .venv/bin/python bench/runs_ledger.py status                 # the streak per provider, the last failures
-    .venv/bin/python bench/runs_ledger.py record reports/<run> [--full] [--peak-gib 10.2]   # a run made otherwise
+    .venv/bin/python bench/runs_ledger.py record reports/<run> [--peak-gib 10.2]   # a run made otherwise
+    (--full: for a report older than its `selection` block, which says itself whether it was full)
 
 bench/suite.py and bench/cpu.py record each run they make.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import yaml
@@ -26,57 +29,60 @@ ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "bench" / "runs-ledger.json"
 REPORT = "conformance-report.yaml"
 TARGETS = {"local": 10, "kind": 3}  # clean full runs in a row that issue 31 asks for
-NARROWING = ("-k", "-m", "--run-test", "--skip-tests", "--core-only", "--exempt-features", "--supported-features",
-             "--all-features", "--deselect")
-TAKES_VALUE = ("-k", "-m", "-n", "--run-test", "--skip-tests", "--exempt-features", "--supported-features",
-               "--deselect", "--run-id", "--report-dir", "--provider", "--cluster", "--operator-profile",
-               "--operator-tree", "--ray-version", "--timeout-scale", "--attach-kubeconfig", "--durations-from",
-               "--overload-threshold", "--baseline", "--fail-on", "-p")
+INCOMPLETE = "did not run to completion (interrupted)"  # a test's reason when the run was cut off (fixtures/report.py)
+def failure_messages(run_dir: Path) -> dict[str, str]:
+    """Each failed test's first message line from the run's junit.xml, by test name (the report keeps none)."""
+    try:
+        root = ET.parse(run_dir / "junit.xml").getroot()
+    except (OSError, ET.ParseError):
+        return {}
+    out = {}
+    for case in root.iter("testcase"):
+        for failure in (*case.iter("failure"), *case.iter("error")):
+            text = failure.get("message") or failure.text or ""
+            out.setdefault(case.get("name", "").removeprefix("test_"), " ".join(text.split())[:300])
+    return out
 
 
-def narrowed_by(args: list[str]) -> list[str]:
-    """The options among `args` (pytest arguments after `conformance`) that narrow the run to a selection."""
-    found, skip = [], False
-    for a in args:
-        if skip:
-            skip = False
-            continue
-        flag = a.split("=", 1)[0]
-        if flag in NARROWING or (flag.startswith("-k") and len(flag) > 2):
-            found.append(flag[:2] if flag.startswith("-k") else flag)
-        elif not a.startswith("-") and a.rstrip("/") != "conformance":
-            found.append(a)  # a test path
-        skip = flag in TAKES_VALUE and "=" not in a
-    return found
-
-
-def entry(run_dir: Path, full: bool, peak_gib: float | None, bench: str) -> dict:
-    """What the ledger keeps of one run, from its report."""
+def entry(run_dir: Path, full: bool | None, peak_gib: float | None, bench: str, exit_code: int | None = None) -> dict:
+    """What the ledger keeps of one run, from its report; `full` only for a report without a `selection` block."""
     path = run_dir / REPORT
     if not path.is_file():
         raise SystemExit(f"runs-ledger: {run_dir} has no {REPORT}; give a run directory under reports/")
-    report = yaml.safe_load(path.read_text())
+    try:
+        report = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise SystemExit(f"runs-ledger: {path} is not YAML ({e.__class__.__name__}); give a run's own report")
     tests = report.get("tests", [])
+    messages = failure_messages(run_dir)
     failed = [{"name": t["name"], "overloaded": t.get("environment") == "overloaded",
-               "reason": " ".join(str(t.get("reason") or "").split())[:300]}
+               "reason": messages.get(t["name"]) or " ".join(str(t.get("reason") or "").split())[:300]}
               for t in tests if t["outcome"] == "failed"]
+    selection = report.get("selection")
+    ended = exit_code in (None, 0, 1) and not any(t.get("reason") == INCOMPLETE for t in tests)
+    full = bool(selection["full"] if selection else full) and ended
     cluster, operator = report.get("cluster") or {}, report.get("operator") or {}
     return {"run": report.get("runId", run_dir.name), "date": report.get("date"),
             "suiteVersion": report.get("suiteVersion"), "provider": cluster.get("provider"),
             "cluster": cluster.get("name"), "profile": operator.get("profile"),
             "workers": (report.get("scheduling") or {}).get("workers"), "wallSeconds": report.get("wallSeconds"),
-            "full": full, "passed": sum(t["outcome"] == "passed" for t in tests), "failed": failed,
+            "full": full, "narrowedBy": (selection or {}).get("narrowedBy"),
+            **({} if ended else {"endedEarly": f"pytest exit {exit_code}" if exit_code not in (None, 0, 1)
+                                  else "a test was cut off"}),
+            "passed": sum(t["outcome"] == "passed" for t in tests), "failed": failed,
             "skipped": sum(t["outcome"] == "skipped" for t in tests),
             "peakMemoryGiB": round(peak_gib, 2) if peak_gib else None, "bench": bench}
 
 
 def load(path: Path = LEDGER) -> list[dict]:
+    """The recorded runs, oldest first."""
     return json.loads(path.read_text()) if path.is_file() else []
 
 
-def record(run_dir: Path, full: bool, peak_gib: float | None, bench: str, path: Path = LEDGER) -> dict:
+def record(run_dir: Path, full: bool | None, peak_gib: float | None, bench: str, path: Path = LEDGER,
+           exit_code: int | None = None) -> dict:
     """Adds (or replaces, by run id) the run's entry and returns it."""
-    e = entry(run_dir, full, peak_gib, bench)
+    e = entry(run_dir, full, peak_gib, bench, exit_code)
     runs = [r for r in load(path) if r["run"] != e["run"]] + [e]
     runs.sort(key=lambda r: r.get("date") or "")
     path.write_text(json.dumps(runs, indent=1) + "\n")
@@ -87,29 +93,32 @@ def streak(runs: list[dict], provider: str) -> tuple[list[dict], dict | None]:
     """The provider's clean full runs since its last full run with a failure (oldest first), and that run."""
     clean: list[dict] = []
     for r in runs:
-        if r["provider"] != provider or not r["full"]:
+        if (r["provider"] or "?") != provider or not r["full"]:
             continue
         if r["failed"]:
             clean = []
         else:
             clean.append(r)
-    failed = [r for r in runs if r["provider"] == provider and r["full"] and r["failed"]]
+    failed = [r for r in runs if (r["provider"] or "?") == provider and r["full"] and r["failed"]]
     return clean, (failed[-1] if failed else None)
 
 
 def status_lines(runs: list[dict]) -> list[str]:
+    """Per provider: its streak of clean full runs (their wall times, workers, profiles, peak memory) and its last
+    full run with a failure."""
     out = []
-    for provider in sorted({r["provider"] for r in runs} | set(TARGETS)):
+    for provider in sorted({r["provider"] or "?" for r in runs} | set(TARGETS)):
         clean, failed = streak(runs, provider)
-        full = [r for r in runs if r["provider"] == provider and r["full"]]
+        full = [r for r in runs if (r["provider"] or "?") == provider and r["full"]]
         peaks = [r["peakMemoryGiB"] for r in clean if r.get("peakMemoryGiB")]
         line = (f"{provider}: {len(clean)} clean full run(s) in a row"
                 + (f" of {TARGETS[provider]} asked" if provider in TARGETS else "")
                 + f"; {len(full)} full run(s) recorded")
         if clean:
             walls = [r["wallSeconds"] / 60 for r in clean if r.get("wallSeconds")]
-            line += (f"; in the streak: {min(walls):.1f} to {max(walls):.1f} min, workers "
-                     f"{sorted({r['workers'] for r in clean}, key=str)}, peak memory "
+            line += ("; in the streak: " + (f"{min(walls):.1f} to {max(walls):.1f} min, " if walls else "")
+                     + f"workers {sorted({r['workers'] for r in clean}, key=str)}, profiles "
+                     f"{sorted({r['profile'] for r in clean}, key=str)}, peak memory "
                      + (f"{max(peaks):.2f} GiB" if peaks else "not sampled"))
         out.append(line)
         if failed:
@@ -124,11 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("status")
     rec = sub.add_parser("record")
     rec.add_argument("run_dir", type=Path)
-    rec.add_argument("--full", action="store_true", help="the run tested everything the profile claims")
+    rec.add_argument("--full", action="store_true", help="a report without a `selection` block (older runs): it "
+                                                         "tested everything the profile claims")
     rec.add_argument("--peak-gib", type=float, help="the machine's peak memory in use during the run")
     a = ap.parse_args(argv)
     if a.cmd == "record":
-        e = record(a.run_dir, a.full, a.peak_gib, "record")
+        e = record(a.run_dir, a.full or None, a.peak_gib, "record")
         print(f"runs-ledger: recorded {e['run']} ({'full' if e['full'] else 'a selection'}, "
               f"{len(e['failed'])} failed)")
     print("\n".join(status_lines(load())))

@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 import runs_ledger
+from cpu import jobs_arg
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,14 +75,15 @@ def one_run(index: int, jobs: str, extra: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=1)
-    ap.add_argument("--jobs", default="auto", help="pytest-xdist workers: auto (the suite chooses, as make) or a count")
+    ap.add_argument("--jobs", type=jobs_arg, default="auto",
+                    help="pytest-xdist workers: auto (the suite chooses, as make) or a count")
     ap.add_argument("extra", nargs="*", help="more pytest arguments (after --)")
     a = ap.parse_args(argv)
     results = []
     for i in range(1, a.runs + 1):
         r = one_run(i, a.jobs, a.extra)
         results.append(r)
-        runs_ledger.record(ROOT / "reports" / r["run"], not runs_ledger.narrowed_by(a.extra), r["peakGiB"], "suite")
+        runs_ledger.record(ROOT / "reports" / r["run"], None, r["peakGiB"], "suite", exit_code=r["exit"])
         print(f"run {i} ({r['run']}, -n {a.jobs}): exit {r['exit']}, wall {r['wall']:.0f}s (report {r['reportWall']}s), "
               f"sum of test durations {r['busy']:.0f}s, ratio {r['busy'] / r['wall']:.2f}; {r['passed']} passed, "
               f"{len(r['failed'])} failed {r['failed'] or ''}, {r['skipped']} skipped; bring-up {r['bringup']}s, "

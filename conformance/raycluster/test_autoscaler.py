@@ -1,4 +1,5 @@
-"""Autoscaler v1 and v2: Ray demand scales a worker group up within its max, idle workers go, minReplicas is honored."""
+"""Autoscaler v1 and v2: Ray demand scales a worker group up within its max, idle workers go, minReplicas is honored.
+Each case checks, once the autoscaler has acted, that the one running is the version asked for."""
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """Autoscaler v1 and v2 with a "fake" GPU worker group: a group whose rayStartParams give Ray one GPU (num-gpus)
 without any device, so it runs on any node. GPU demand scales it from zero and back, and with no CPU-only group
-CPU demand is served by it too."""
+CPU demand is served by it too. Each case checks, once the autoscaler has acted, that the one running is the version
+asked for."""
 from __future__ import annotations
 
 import pytest

@@ -28,8 +28,8 @@ def demand_must_come_and_go(ctx, cluster, name: str, *, when: str) -> None:
 def test_autoscaling_continues_after_head_pod_replaced(ctx, redis, version):
     """With in-tree autoscaling and GCS fault tolerance on Redis, an actor needing a CPU brings up a worker, which
     goes when the actor is gone; after the head Pod is deleted and a new one is Running and Ready (with the
-    autoscaler sidecar), the same holds: a new actor brings up a worker again, and it goes again. Deleting the
-    cluster then leaves nothing of it in Redis."""
+    autoscaler sidecar), the same holds: a new actor brings up a worker again, and it goes again; both times the
+    autoscaler that runs is the one asked for. Deleting the cluster then leaves nothing of it in Redis."""
     body = ctx.sample("raycluster-autoscaler-gcs-ft")
     body["spec"]["autoscalerOptions"]["version"] = version
     cluster = ctx.create_raycluster(body)
@@ -46,8 +46,9 @@ def test_autoscaling_continues_after_head_pod_replaced(ctx, redis, version):
     containers = [c.name for c in new.spec.containers]
     assert len(containers) > 1, f"the new head Pod must have the autoscaler sidecar too; containers: {containers}"
 
-    # step 3: autoscaling up and down still works with the new head
+    # step 3: autoscaling up and down still works with the new head, by the autoscaler asked for
     demand_must_come_and_go(ctx, cluster, "after", when="after the head Pod was replaced")
+    cluster.autoscaler_must_be(version)
 
     # step 4: deleting the cluster cleans its Redis storage, autoscaler or not
     cluster.delete()

@@ -1,5 +1,6 @@
 """Autoscaler v1 and v2 with placement groups, and with worker groups changed while they run: a raised or lowered
-maxReplicas, a worker group added to a running cluster."""
+maxReplicas, a worker group added to a running cluster. Each case checks, once the autoscaler has acted, that the
+one running is the version asked for."""
 from __future__ import annotations
 
 import pytest

@@ -86,3 +86,8 @@ def test_a_break_run_records_each_case_as_it_ends(pytester, tmp_path, monkeypatc
         "seen": ("fails", "d-0"), "unseen": ("did-not-fail", "d-1"), "noskip": ("skipped", "d-2")}
     assert "expected the test to FAIL" in got["unseen"]["message"]
     assert got["noskip"]["message"] == "Skipped: no tree"
+
+
+def test_every_break_case_has_an_id_of_its_own():
+    ids = [case.id for case in CASES]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})

@@ -165,3 +165,13 @@ def test_ray_version_reason():
     from rayconformance.fixtures.profiles import RAY_VERSION
 
     assert all(RAY_VERSION.match(f.min_ray) for f in features.FEATURES if f.min_ray is not None)
+
+
+def test_the_report_says_whether_the_run_tested_everything_claimed(suite):
+    suite.tests()
+    suite.run()
+    assert suite.report()["selection"] == {"full": True, "narrowedBy": []}
+    suite.run("-k", "provisioning", "--skip-tests=suspend")
+    assert suite.report()["selection"] == {"full": False, "narrowedBy": ["-k", "--skip-tests"]}
+    suite.run("--all-features")
+    assert suite.report()["selection"] == {"full": False, "narrowedBy": ["--all-features"]}
