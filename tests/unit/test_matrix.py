@@ -126,6 +126,18 @@ def test_cli_report_from_recorded_runs_and_bad_input(tmp_path, capsys):
     assert "operator profile 'nope' not found" in capsys.readouterr().err
 
 
+def test_common_tests_compare_a_whole_suite_run_with_a_selection_on_the_tests_both_ran(tmp_path, capsys):
+    whole = recorded(tmp_path, "whole", "kuberay-v1.7.0", "2.60.0",
+                     [("provisioning", ["RayClusterProvisioning"], "passed", None),
+                      ("suspend", ["RayServiceSuspend"], "passed", None)])
+    some = recorded(tmp_path, "some", "kuberay-v1.4.2", "2.60.0",
+                    [("provisioning", ["RayClusterProvisioning"], "passed", None)])
+    assert cli.main(["report", str(whole), str(some), "--out", str(tmp_path / "m"), "--common-tests"]) == 0
+    assert "1 test(s) common to every run" in capsys.readouterr().out
+    r = yaml.safe_load((tmp_path / "m" / "matrix-report.yaml").read_text())
+    assert [t["name"] for t in r["tests"]] == ["provisioning"] and r["differences"] == []
+
+
 def test_two_runs_of_one_column_stay_apart(tmp_path):
     a = recorded(tmp_path, "r1", "kuberay-v1.6.1", "2.60.0", [("provisioning", ["RayClusterProvisioning"], "passed", None)])
     b = recorded(tmp_path, "r2", "kuberay-v1.6.1", "2.60.0", [("provisioning", ["RayClusterProvisioning"], "failed", "x")])

@@ -13,7 +13,7 @@ import yaml
 
 from . import MatrixError
 from . import __doc__ as PACKAGE_DOC
-from .report import HTML, build, cells_from_runs, write
+from .report import HTML, build, cells_from_runs, keep_common_tests, write
 from .run import ROOT, plan, run_matrix, target
 
 DEFAULT_PROFILES = ("kuberay-v1.4.2", "kuberay-v1.5.1", "kuberay-v1.6.1", "kuberay-v1.6.2")
@@ -56,6 +56,8 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("runs", nargs="+", type=Path, help="run directories (reports/<run-id>)")
     rep.add_argument("--out", type=Path, default=None, help="directory for the report (default: reports/<matrix id>)")
     rep.add_argument("--matrix-id", default=None)
+    rep.add_argument("--common-tests", action="store_true",
+                     help="only the tests every run lists (whole-suite runs beside runs of a selection)")
     return ap
 
 
@@ -64,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     matrix_id = a.matrix_id or f"matrix-{time.strftime('%Y%m%d-%H%M%S')}"
     try:
         if a.command == "report":
-            path = write(build(cells_from_runs(a.runs), matrix_id), a.out or ROOT / "reports" / matrix_id)[0]
+            cells = cells_from_runs(a.runs)
+            if a.common_tests:
+                print(f"matrix: {keep_common_tests(cells)} test(s) common to every run")
+            path = write(build(cells, matrix_id), a.out or ROOT / "reports" / matrix_id)[0]
         else:
             cells, skipped = plan(split(a.profiles) or list(DEFAULT_PROFILES), a.ray.strip())
             where, provider_class = target(a.provider, a.cluster, a.kubeconfig)

@@ -78,6 +78,17 @@ def cells_from_runs(run_dirs: list[Path], claims: dict[str, list[str]] | None = 
     return cells
 
 
+def keep_common_tests(cells: list[Cell]) -> int:
+    """Narrow every cell's report to the tests every report lists (e.g. whole-suite runs beside runs of a
+    selection, so the matrix compares like with like); returns how many tests remain."""
+    reports = [c.report for c in cells if c.report]
+    common = set.intersection(*({t["name"] for t in r.get("tests", [])} for r in reports)) if reports else set()
+    for c in cells:
+        if c.report:
+            c.report = {**c.report, "tests": [t for t in c.report.get("tests", []) if t["name"] in common]}
+    return len(common)
+
+
 def test_outcome(t: dict) -> str:
     if t["outcome"] == "skipped" and "unsupported" in (t.get("reason") or "").lower():
         return UNSUPPORTED
