@@ -138,6 +138,16 @@ def test_common_tests_compare_a_whole_suite_run_with_a_selection_on_the_tests_bo
     assert [t["name"] for t in r["tests"]] == ["provisioning"] and r["differences"] == []
 
 
+def test_a_test_that_also_needs_an_unclaimed_feature_does_not_contradict_the_claimed_one(tmp_path):
+    run_ = recorded(tmp_path, "r", "kuberay-v1.5.1", "2.60.0",
+                    [("head_loss[user]", ["RayClusterFailureConditions"], "passed", None),
+                     ("head_loss[RayJob]", ["RayClusterFailureConditions", "RayClusterOwnedByRayJob"], "failed", "x")])
+    r = report.build(report.cells_from_runs([run_]), "m")
+    verdicts = {f["name"]: f["results"]["kuberay-v1.5.1@2.60.0"]["verdict"] for f in r["features"]}
+    assert verdicts["RayClusterFailureConditions"] == "failed"  # the row shows what ran
+    assert r["contradictions"] == []  # v1.5.1 claims FailureConditions, not OwnedByRayJob
+
+
 def test_two_runs_of_one_column_stay_apart(tmp_path):
     a = recorded(tmp_path, "r1", "kuberay-v1.6.1", "2.60.0", [("provisioning", ["RayClusterProvisioning"], "passed", None)])
     b = recorded(tmp_path, "r2", "kuberay-v1.6.1", "2.60.0", [("provisioning", ["RayClusterProvisioning"], "failed", "x")])

@@ -1,7 +1,8 @@
 """The matrix report model: cells (one column each: a profile at a Ray version, and what its run left), and the
 report built from them: per test its outcome per column, per feature its verdict per column, the features whose
-verdicts differ between columns, and the contradictions of a profile's claims (a claimed feature failing or its
-run leaving no report; an unclaimed feature passing, in runs that test it, e.g. `--all-features`).
+verdicts differ between columns, and the contradictions of a profile's claims (a claimed feature failing in a test
+whose features are all claimed, or its run leaving no report; an unclaimed feature passing, in runs that test it,
+e.g. `--all-features`).
 
 Built from run directories alone (each with the suite's conformance-report.yaml): running is run.py's job.
 """
@@ -144,10 +145,15 @@ def feature_rows(cells: list[Cell], tests: dict[str, dict]) -> tuple[list[dict],
             verdict = (feature_verdict([r["outcomes"][c.column] for r in rows]) if c.report is not None
                        else "error" if claimed and c.error else NOT_RUN)  # (no error: not run yet)
             results[c.column] = {"claimed": claimed, "verdict": verdict}
-            if claimed and verdict in ("failed", "error"):
-                contradictions.append({"column": c.column, "feature": f.name, "claimed": True, "verdict": verdict,
-                                       "tests": sorted(r["name"] for r in rows if r["outcomes"][c.column] == "failed"),
-                                       **({"error": c.error} if verdict == "error" else {})})
+            # a claim covers the tests whose features are all claimed: a test that also needs an unclaimed feature
+            # (run by --all-features) failing there says nothing against this claim
+            within = [r for r in rows if all(x in c.claims for x in r["features"])]
+            held = (feature_verdict([r["outcomes"][c.column] for r in within]) if c.report is not None else verdict)
+            if claimed and held in ("failed", "error"):
+                contradictions.append({"column": c.column, "feature": f.name, "claimed": True, "verdict": held,
+                                       "tests": sorted(r["name"] for r in within
+                                                       if r["outcomes"][c.column] == "failed"),
+                                       **({"error": c.error} if held == "error" else {})})
             elif not claimed and verdict == "passed":
                 contradictions.append({"column": c.column, "feature": f.name, "claimed": False, "verdict": "passed",
                                        "tests": sorted(r["name"] for r in rows if r["outcomes"][c.column] == "passed")})
