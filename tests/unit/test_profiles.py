@@ -89,28 +89,16 @@ def test_operator_upgrade_from_a_path_is_relative_to_the_profile(tmp_path):
     ("operatorUpgradeFrom: [custom.yaml]\n", "this profile itself"),
     ("operatorUpgradeFrom: [kuberay-v1.5.1, kuberay-v1.5.1]\n", "names a profile twice"),
     ("features: [RayServiceOperatorUpgrade]\n", "claims RayServiceOperatorUpgrade but names no 'operatorUpgradeFrom'"),
+    ("lacks: RayServiceSuspend\n", "'lacks' must be a list of feature names"),
+    ("lacks: [RayServiceSuspnd]\n", "RayServiceSuspnd"),
+    ("lacks: [RayClusterSuspend]\nfeatures: [RayClusterSuspend]\n", "it claims RayClusterSuspend, which it also lists"),
 ])
-def test_bad_operator_upgrade_from_is_one_line(extra, expected, tmp_path):
+def test_bad_operator_upgrade_from_or_lacks_is_one_line(extra, expected, tmp_path):
     import yaml
 
     raw = yaml.safe_load(HEAD.replace("features: []\n", "") + extra)
     raw.setdefault("features", [])
     (tmp_path / "custom.yaml").write_text(HEAD)
-    with pytest.raises(profiles.ProfileError) as e:
-        profiles.parse(raw, tmp_path / "custom.yaml")
-    assert expected in str(e.value) and "\n" not in str(e.value)
-
-
-@pytest.mark.parametrize("extra, expected", [
-    ("lacks: RayServiceSuspend\n", "'lacks' must be a list of feature names"),
-    ("lacks: [RayServiceSuspnd]\n", "RayServiceSuspnd"),
-    ("lacks: [RayClusterSuspend]\nfeatures: [RayClusterSuspend]\n", "it claims RayClusterSuspend, which it also lists"),
-])
-def test_bad_lacks_is_one_line(extra, expected, tmp_path):
-    import yaml
-
-    raw = yaml.safe_load(HEAD.replace("features: []\n", "") + extra)
-    raw.setdefault("features", [])
     with pytest.raises(profiles.ProfileError) as e:
         profiles.parse(raw, tmp_path / "custom.yaml")
     assert expected in str(e.value) and "\n" not in str(e.value)
