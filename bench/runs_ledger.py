@@ -25,11 +25,12 @@ from pathlib import Path
 
 import yaml
 
+from rayconformance.fixtures.report import INCOMPLETE  # a test's reason when the run was cut off in it
+
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "bench" / "runs-ledger.json"
 REPORT = "conformance-report.yaml"
 TARGETS = {"local": 10, "kind": 3}  # clean full runs in a row that issue 31 asks for
-INCOMPLETE = "did not run to completion (interrupted)"  # a test's reason when the run was cut off (fixtures/report.py)
 def failure_messages(run_dir: Path) -> dict[str, str]:
     """Each failed test's first message line from the run's junit.xml, by test name (the report keeps none)."""
     try:
