@@ -113,10 +113,13 @@ CASES = [
     # without auth and its dashboard accepts anyone (scale 0.6: the cluster must still get provisioned in time)
     Case("token_auth_guards_the_dashboard", "must refuse a request without the token",
          patch="raycluster-token-auth-not-wired", timeout_scale=0.6),
-    # token auth: the RayJob's submitter (a submitter Job's container, the head's submitter container in SidecarMode)
-    # gets no token, so `ray job submit` is refused and the RayJob fails
-    *(Case(f"rayjob_succeeds_with_token_auth[{mode}]", "jobStatus=SUCCEEDED", patch="rayjob-submitter-without-token",
-           timeout_scale=0.6) for mode in ("K8sJobMode", "SidecarMode")),
+    # token auth: the RayJob's submitter gets no token, so `ray job submit` is refused. K8sJobMode: the submitter
+    # Job fails and so does the RayJob. SidecarMode: the head's submitter container exits with an error, so the head
+    # Pod is never Ready and the cluster is never provisioned
+    Case("rayjob_succeeds_with_token_auth[K8sJobMode]", "jobStatus=SUCCEEDED", patch="rayjob-submitter-without-token",
+         timeout_scale=0.6),
+    Case("rayjob_succeeds_with_token_auth[SidecarMode]", "to be provisioned .*HeadPodReady=False",
+         patch="rayjob-submitter-without-token", timeout_scale=0.6),
     # token auth, HTTPMode: the operator's dashboard client sends no token, so it cannot submit the job
     Case("rayjob_succeeds_with_token_auth[HTTPMode]", "jobStatus=SUCCEEDED",
          patch="rayservice-dashboard-client-without-token", timeout_scale=0.6),

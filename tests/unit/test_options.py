@@ -53,8 +53,9 @@ def test_all_features_leave_out_what_the_release_lacks(suite, pytester):
     lacks = set(profiles.load("kuberay-v1.4.2").lacks)
     assert "RayJobSidecarMode" in lacks and o.supported == set(features.NAMES) - lacks
     assert "RayClusterAutoscalerV1" in o.supported  # the release has it, broken: not claimed, not lacked
+    assert o.lacked == lacks
     assert "lacks its API" in features.skip_reason(["RayJobSidecarMode"], o.supported, o.exempt, o.claimed_by,
-                                                   lacks)
+                                                   o.lacked)
 
 
 PROFILE = """apiVersion: rayconformance.io/v1alpha1
