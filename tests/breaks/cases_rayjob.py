@@ -184,8 +184,10 @@ CASES = [
     *(Case(f"job_runs_to_completion_and_cluster_is_removed[{mode}]",
            r"jobStatus=SUCCEEDED.*observed jobStatus='FAILED'", patch="rayjob-entrypoint-resources-dropped")
       for mode in ("HTTPMode", "SidecarMode")),
-    *(Case(f"failing_entrypoint_ends_failed[{mode}]", "reason=AppFailed", patch="rayjob-failure-reasons-swapped")
-      for mode in ("HTTPMode", "SidecarMode")),
+    Case("failing_entrypoint_ends_failed[HTTPMode]", "reason=AppFailed", patch="rayjob-failure-reasons-swapped"),
+    # SidecarMode decides the reason where it sees the head's submitter container fail: swapped there too
+    Case("failing_entrypoint_ends_failed[SidecarMode]", "reason=AppFailed",
+         patch="rayjob-sidecar-failure-reasons-swapped"),
     *(Case(f"stopped_job_ends_complete_not_failed[{mode}]", "jobStatus=STOPPED, jobDeploymentStatus=Complete",
            patch="rayjob-stopped-job-counted-failed") for mode in ("HTTPMode", "SidecarMode")),
     *(Case(f"backoff_limit_retries_on_new_clusters[{mode}]", "3 failed attempts", patch="rayjob-retries-one-too-few",
