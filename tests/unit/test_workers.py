@@ -253,3 +253,21 @@ def test_the_earlier_runs_use_of_the_machine_comes_from_its_bench_or_its_busy_co
         "wallSeconds": 300, "runCpuSeconds": 222.0, "capacityCpuSeconds": 600.0,
         "tests": {n: {"ray": 10.0} for n in "abcdef"}}))
     assert workers.costs_of(path, cores_now=2).use == pytest.approx(0.37)
+
+
+def test_a_run_of_a_few_tests_does_not_displace_the_full_run(tmp_path):
+    import os
+
+    from rayconformance.fixtures import shards
+
+    def write(run: str, tests: int, mtime: int) -> None:
+        (tmp_path / run).mkdir()
+        path = tmp_path / run / "conformance-report.yaml"
+        path.write_text(yaml.safe_dump({"cluster": {"name": "local-gpu"}, "tests": [
+            {"name": f"t{i}", "outcome": "passed", "durationSeconds": 3.0} for i in range(tests)]}))
+        os.utime(path, (mtime, mtime))
+
+    write("full-old", 100, 1000)
+    write("full", 90, 2000)  # most of the suite, newer: it wins over the larger old one
+    write("selection", 11, 3000)
+    assert shards.earlier_report(tmp_path, "local-gpu").parent.name == "full"
