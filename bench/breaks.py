@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 from bench import breaks_ledger  # noqa: E402
 
 GUESS_SECONDS = 300  # a case that never ran: about what one takes (install, one test, a scaled timeout)
+SHARED_SECONDS = 60  # what a case saves when it shares the suite session (and install) of an earlier one
 ORDER = ("never-run", "stale", "did-not-fail", "wrong-message", "error", "skipped", "verified")
 
 
@@ -38,8 +39,8 @@ def collected() -> list[str]:
     return ids
 
 
-def cases() -> list[tuple[str, str]]:
-    """(nodeid, digest) of every case, matched by the case's id."""
+def cases() -> list[tuple[str, str, tuple | None]]:
+    """(nodeid, digest, install key) of every case, matched by the case's id."""
     from tests.breaks.test_breaks import CASES
     by_id = {case.id: case for case in CASES}
     ids = collected()
@@ -47,14 +48,15 @@ def cases() -> list[tuple[str, str]]:
     if unknown or len(ids) != len(by_id):
         raise SystemExit(f"breaks: {len(ids)} node ids collected for {len(by_id)} cases"
                          + (f"; no case has the id of {unknown[0]}" if unknown else ""))
-    return [(nodeid, breaks_ledger.digest(by_id[breaks_ledger.case_id(nodeid)])) for nodeid in ids]
+    return [(nodeid, breaks_ledger.digest(case), case.install_key)
+            for nodeid in ids for case in [by_id[breaks_ledger.case_id(nodeid)]]]
 
 
-def table(ledger: dict, all_cases: list[tuple[str, str]]) -> list[tuple[str, str, str, dict | None]]:
+def table(ledger: dict, all_cases: list[tuple[str, str, tuple | None]]) -> list[tuple[str, str, str, dict | None, tuple | None]]:
     rows = []
-    for nodeid, d in all_cases:
+    for nodeid, d, key in all_cases:
         entry = ledger.get(breaks_ledger.case_id(nodeid))
-        rows.append((breaks_ledger.state(entry, d), nodeid, d, entry))
+        rows.append((breaks_ledger.state(entry, d), nodeid, d, entry, key))
     return rows
 
 
@@ -62,24 +64,38 @@ def print_status(rows, listing: bool) -> None:
     counts = Counter(s for s, *_ in rows)
     print(f"breaks: {counts['verified']} of {len(rows)} cases verified as they stand "
           f"({', '.join(f'{counts[s]} {s}' for s in ORDER if counts[s] and s != 'verified') or 'no other'})")
-    seconds = [e["seconds"] for s, _, _, e in rows if e]
+    seconds = [e["seconds"] for s, _, _, e, _ in rows if e]
     if seconds:
-        left = sum((e or {}).get("seconds") or GUESS_SECONDS for s, _, _, e in rows if s != "verified")
+        left = sum(cost for _, cost in costed(r for r in rows if r[0] != "verified"))
         print(f"breaks: a case took {sum(seconds) / len(seconds) / 60:.1f} min on average; "
               f"the cases not verified need about {left / 3600:.1f} h")
     if listing:
-        for s, nodeid, _, e in sorted(rows, key=lambda r: ORDER.index(r[0])):
+        for s, nodeid, _, e, _ in sorted(rows, key=lambda r: ORDER.index(r[0])):
             extra = f" ({e['commit']}, {e['date'][:10]}, {e['seconds']} s){': ' + e['message'] if s != 'verified' and e.get('message') else ''}" if e else ""
             print(f"  {s:<12} {breaks_ledger.case_id(nodeid)}{extra}")
 
 
+def costed(rows) -> list[tuple[tuple, float]]:
+    """The rows in the order to run them (never run first, then stale, then those whose last run was not a failure
+    as required; the cases sharing an install side by side), each with its expected seconds: its last run's, or a
+    guess that counts the session it shares with the case before it."""
+    rows = sorted(rows, key=lambda r: ORDER.index(r[0]))
+    first = {}
+    for i, r in enumerate(rows):
+        first.setdefault(r[4] if r[4] is not None else r[1], i)
+    rows.sort(key=lambda r: first[r[4] if r[4] is not None else r[1]])
+    out, seen = [], set()
+    for r in rows:
+        shared = r[4] is not None and r[4] in seen
+        seen.add(r[4])
+        out.append((r, (r[3] or {}).get("seconds") or GUESS_SECONDS - (SHARED_SECONDS if shared else 0)))
+    return out
+
+
 def choose(rows, minutes: float) -> list[tuple[str, str]]:
-    """The cases to run next: never run first, then stale, then those whose last run was not a failure as required;
-    as many as fit the budget (at least one)."""
-    todo = sorted((r for r in rows if r[0] != "verified"), key=lambda r: ORDER.index(r[0]))
+    """The cases to run next, in `costed` order, as many as fit the budget (at least one)."""
     chosen, spent = [], 0.0
-    for s, nodeid, d, e in todo:
-        cost = (e or {}).get("seconds") or GUESS_SECONDS
+    for (s, nodeid, d, e, key), cost in costed(r for r in rows if r[0] != "verified"):
         if chosen and spent + cost > minutes * 60:
             break  # in order: a cheaper case further down does not jump the queue
         chosen.append((nodeid, d))
@@ -107,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.keyword:
         rows = [r for r in rows if args.keyword in r[1]]
     if args.all:
-        rows = [("stale" if s == "verified" else s, n, d, e) for s, n, d, e in rows]
+        rows = [("stale" if s == "verified" else s, n, d, e, k) for s, n, d, e, k in rows]
     chosen = choose(rows, args.minutes)
     if not chosen:
         print("breaks: every selected case is verified as it stands")

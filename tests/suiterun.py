@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from rayconformance.fixtures import ray
+from rayconformance.fixtures import features, ray
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "profiles"
@@ -29,9 +29,11 @@ class SuiteRun:
         return f"{self.proc.stdout[-4000:]}\n{self.proc.stderr[-2000:]}"
 
     def testcases(self, test: str) -> list[ET.Element]:
+        """The junit entries of `test` (a short name: one test, or every parametrization of one function)."""
         junit = self.run_dir / "junit.xml"
         assert junit.is_file(), f"no junit report; pytest said:\n{self.output}"
-        return [tc for tc in ET.parse(junit).getroot().iter("testcase") if test.split("[")[0] in tc.get("name", "")]
+        return [tc for tc in ET.parse(junit).getroot().iter("testcase")
+                if features.matches(test, features.short_name(tc.get("name", "")))]
 
     def report(self) -> dict:
         path = self.run_dir / "conformance-report.yaml"
@@ -63,21 +65,25 @@ def derive_profile(tmp: Path, base: str, name: str, *, gates: dict | None = None
     return out
 
 
-def run_suite(kubeconfig: Path, profile: str | Path, test: str, out: Path, *, timeout_scale: float = 1.0,
+def run_suite(kubeconfig: Path, profile: str | Path, test: str | list[str], out: Path, *, timeout_scale: float = 1.0,
               samples: Path | None = None, timeout: float = 1800, force: bool = True,
               local_bed: str | None = None, extra: tuple[str, ...] = ()) -> SuiteRun:
-    """Run the one conformance test `test`: forced with --run-test (whatever the profile claims), or with
-    `force=False` selected with -k, so it runs only when the profile claims its features. The suite sees the
-    cluster as `existing`, or with `local_bed` (the bed's cluster definition) as the `local` provider attached
-    to it (`--attach-kubeconfig`), for tests that need the local provider's capabilities."""
+    """Run the conformance test `test` (or several, in one session with one operator install): forced with
+    --run-test (whatever the profile claims), or with `force=False` selected with -k, so it runs only when the
+    profile claims its features. The suite sees the cluster as `existing`, or with `local_bed` (the bed's cluster
+    definition) as the `local` provider attached to it (`--attach-kubeconfig`), for tests that need the local
+    provider's capabilities. `timeout` is per test."""
+    tests = [test] if isinstance(test, str) else list(test)
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     if samples:
         env[ray.OVERRIDE_ENV] = str(samples)
     provider = ["--provider", "existing"] if local_bed is None else \
         ["--provider", "local", "--cluster", local_bed, "--attach-kubeconfig", str(kubeconfig)]
     argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", *provider,
-            "--operator-profile", str(profile), *(["--run-test", test] if force else ["-k", test]),
+            "--operator-profile", str(profile),
+            *(["--run-test", ",".join(tests)] if force else ["-k", " or ".join(tests)]),
             "--timeout-scale", str(timeout_scale),
             "--report-dir", str(out), "--run-id", RUN_ID, *extra]
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout * len(tests))
     return SuiteRun(proc, out / RUN_ID)

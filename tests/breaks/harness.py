@@ -34,6 +34,16 @@ class Case:
         patch = self.patch or self.tree_patch
         return self.test + (f"~{patch}" if patch else "")
 
+    @property
+    def install_key(self) -> tuple | None:
+        """Cases with the same key run in one suite session with one operator install (the overhead of a case,
+        some 60 s, paid once); None for a case that needs the bed or the samples to itself (a saboteur acts on
+        the whole cluster, a sample mutation on every test using that sample)."""
+        if self.saboteur or self.samples:
+            return None
+        return (self.profile, self.patch, self.tree_patch, tuple(sorted(self.gates.items())),
+                tuple(sorted(self.env.items())), self.local, self.timeout_scale)
+
 
 def patched_tree(tmp: Path, patch: Path) -> Path:
     """A copy of the source tree given to the suite (RAYCONF_OPERATOR_TREE) with `patch` applied, uncommitted: the

@@ -2,7 +2,9 @@
 observed, when the behavior it checks is broken. Each case runs the real suite (`pytest conformance
 --run-test <test>`) on a local test bed with one thing broken: the operator's configuration (a derived
 profile), a sample, or a saboteur that acts on the cluster while the test runs (e.g. the operator scaled
-to zero). Slow (every case waits out a scaled timeout), so they run with `make test-breaks`.
+to zero). Selected cases that break the operator the same way (the same install key) share one suite session,
+so the operator is installed once for them. Slow (every case waits out a scaled timeout), so they run with
+`make test-breaks` or a batch at a time with bench/breaks.py.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import re
 import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import yaml
@@ -19,7 +22,7 @@ from rayconformance.fixtures import ray
 from tests.breaks.conftest import BED_DEFINITION
 from tests.breaks import cases_raycluster, cases_rayjob, cases_rayservice
 from tests.breaks.harness import Case, patched_tree
-from tests.suiterun import derive_profile, run_suite
+from tests.suiterun import SuiteRun, derive_profile, run_suite
 
 pytestmark = [pytest.mark.integration, pytest.mark.breaks]
 PATCHES = Path(__file__).parent / "patches"
@@ -36,12 +39,37 @@ def _samples(tmp: Path, case: Case) -> Path:
     return d
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, bed_kubeconfig):
-    profile = derive_profile(tmp_path, case.profile, f"{case.profile}-broken-{abs(hash(case.test)) % 10**6}",
+def _run(case: Case, tests: list[str], tmp: Path, kubeconfig: Path) -> SuiteRun:
+    """The suite run of `tests` (`case` and the selected cases that share its install) with `case`'s break."""
+    profile = derive_profile(tmp, case.profile, f"{case.profile}-broken-{abs(hash(case.test)) % 10**6}",
                              gates=case.gates, env=case.env,
                              patch=PATCHES / f"{case.patch}.patch" if case.patch else None)
-    tree = patched_tree(tmp_path, PATCHES / f"{case.tree_patch}.patch") if case.tree_patch else None
+    tree = patched_tree(tmp, PATCHES / f"{case.tree_patch}.patch") if case.tree_patch else None
+    return run_suite(kubeconfig, profile, tests, tmp / "reports", timeout_scale=case.timeout_scale,
+                     samples=_samples(tmp, case), local_bed=BED_DEFINITION if case.local else None,
+                     extra=("--operator-tree", str(tree)) if tree else ())
+
+
+@pytest.fixture(scope="session")
+def shared_runs(request) -> Callable[[Case, Path, Path], SuiteRun]:
+    """A case's suite run, shared by the selected cases with the same install key: the first of them to run
+    runs them all, and the others read their results from it."""
+    runs: dict[tuple, SuiteRun] = {}
+    selected = [item.callspec.params["case"] for item in request.session.items
+                if hasattr(item, "callspec") and "case" in item.callspec.params]
+
+    def run(case: Case, tmp: Path, kubeconfig: Path) -> SuiteRun:
+        key = case.install_key
+        if key is None:
+            return _run(case, [case.test], tmp, kubeconfig)
+        if key not in runs:
+            runs[key] = _run(case, [c.test for c in selected if c.install_key == key], tmp, kubeconfig)
+        return runs[key]
+    return run
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, bed_kubeconfig, shared_runs):
     stop = threading.Event()
     saboteur, acted = None, []
     if case.saboteur:
@@ -49,9 +77,7 @@ def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, be
         saboteur = threading.Thread(target=lambda: acted.append(case.saboteur(api, stop)))
         saboteur.start()
     try:
-        run = run_suite(bed_kubeconfig, profile, case.test, tmp_path / "reports", timeout_scale=case.timeout_scale,
-                        samples=_samples(tmp_path, case), local_bed=BED_DEFINITION if case.local else None,
-                        extra=("--operator-tree", str(tree)) if tree else ())
+        run = shared_runs(case, tmp_path, bed_kubeconfig)
     finally:
         stop.set()
         if saboteur:

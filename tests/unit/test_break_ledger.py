@@ -53,14 +53,31 @@ def test_every_case_breaks_a_test_that_exists():
 
 
 def test_the_batch_takes_what_never_ran_first_and_fits_the_budget():
-    rows = [("verified", "t[a]", "d", entry("fails")),
-            ("stale", "t[b]", "d", entry("fails", seconds=600)),
-            ("never-run", "t[c]", "d", None),
-            ("did-not-fail", "t[d]", "d", entry("did-not-fail", seconds=200))]
+    rows = [("verified", "t[a]", "d", entry("fails"), None),
+            ("stale", "t[b]", "d", entry("fails", seconds=600), None),
+            ("never-run", "t[c]", "d", None, None),
+            ("did-not-fail", "t[d]", "d", entry("did-not-fail", seconds=200), None)]
     assert [n for n, _ in breaks.choose(rows, minutes=10)] == ["t[c]"]  # 300 s; b's 600 s does not fit, d waits
     assert [n for n, _ in breaks.choose(rows, minutes=15)] == ["t[c]", "t[b]"]
     assert [n for n, _ in breaks.choose(rows, minutes=100)] == ["t[c]", "t[b]", "t[d]"]
     assert [n for n, _ in breaks.choose(rows[:2], minutes=1)] == ["t[b]"]  # at least one, even over the budget
+
+
+def test_cases_sharing_an_install_are_taken_side_by_side_and_cost_less():
+    rows = [("never-run", "t[a]", "d", None, ("p", 1)),
+            ("never-run", "t[b]", "d", None, None),
+            ("did-not-fail", "t[c]", "d", entry("did-not-fail", seconds=200), ("p", 1)),
+            ("never-run", "t[d]", "d", None, ("p", 1))]
+    order = [(r[1], cost) for r, cost in breaks.costed(rows)]
+    assert order == [("t[a]", breaks.GUESS_SECONDS), ("t[d]", breaks.GUESS_SECONDS - breaks.SHARED_SECONDS),
+                     ("t[c]", 200), ("t[b]", breaks.GUESS_SECONDS)]
+    assert [n for n, _ in breaks.choose(rows, minutes=9)] == ["t[a]", "t[d]"]  # 300 + 240 s
+
+
+def test_cases_with_one_operator_break_share_an_install_key():
+    swapped = [c for c in CASES if c.patch == "rayjob-failure-reasons-swapped"]
+    assert len(swapped) > 1 and len({c.install_key for c in swapped}) == 1
+    assert all(c.install_key is None for c in CASES if c.saboteur or c.samples)
 
 
 def test_a_break_run_records_each_case_as_it_ends(pytester, tmp_path, monkeypatch):

@@ -57,6 +57,13 @@ def test_run_test_runs_one_test_whatever_the_features(suite):
     assert [t["name"] for t in suite.report()["tests"]] == ["autoscaler[v1]", "autoscaler[v2]"]
 
 
+def test_run_test_takes_several_names(suite):
+    suite.tests()
+    result = suite.run("--operator-profile=none", "--run-test=autoscaler[v2],provisioning")
+    result.assert_outcomes(passed=2, deselected=3)
+    assert sorted(t["name"] for t in suite.report()["tests"]) == ["autoscaler[v2]", "provisioning"]
+
+
 def test_run_test_matching_nothing_says_so(suite):
     suite.tests()
     result = suite.run("--run-test=nothing")
