@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import breaks_ledger  # noqa: E402
 
-GUESS_SECONDS = 300  # a case that never ran: about what one takes (install, one test, a scaled timeout)
+GUESS_SECONDS = 300  # a case that never ran, before any has: about what one takes (install, one test, a timeout)
 SHARED_SECONDS = 60  # what a case saves when it shares the suite session (and install) of an earlier one
 ORDER = ("never-run", "stale", "did-not-fail", "wrong-message", "error", "skipped", "verified")
 
@@ -66,7 +66,7 @@ def print_status(rows, listing: bool) -> None:
           f"({', '.join(f'{counts[s]} {s}' for s in ORDER if counts[s] and s != 'verified') or 'no other'})")
     seconds = [e["seconds"] for s, _, _, e, _ in rows if e]
     if seconds:
-        left = sum(cost for _, cost in costed(r for r in rows if r[0] != "verified"))
+        left = sum(cost for _, cost in costed((r for r in rows if r[0] != "verified"), guess(rows)))
         print(f"breaks: a case took {sum(seconds) / len(seconds) / 60:.1f} min on average; "
               f"the cases not verified need about {left / 3600:.1f} h")
     if listing:
@@ -75,10 +75,16 @@ def print_status(rows, listing: bool) -> None:
             print(f"  {s:<12} {breaks_ledger.case_id(nodeid)}{extra}")
 
 
-def costed(rows) -> list[tuple[tuple, float]]:
+def guess(rows) -> float:
+    """What a case that never ran is expected to take: the average of those that ran."""
+    seconds = [r[3]["seconds"] for r in rows if r[3] and r[3].get("seconds")]
+    return sum(seconds) / len(seconds) if seconds else GUESS_SECONDS
+
+
+def costed(rows, first_guess: float = GUESS_SECONDS) -> list[tuple[tuple, float]]:
     """The rows in the order to run them (never run first, then stale, then those whose last run was not a failure
-    as required; the cases sharing an install side by side), each with its expected seconds: its last run's, or a
-    guess that counts the session it shares with the case before it."""
+    as required; the cases sharing an install side by side), each with its expected seconds: its last run's, or
+    `first_guess`, less what it saves by sharing the session of the case before it."""
     rows = sorted(rows, key=lambda r: ORDER.index(r[0]))
     first = {}
     for i, r in enumerate(rows):
@@ -88,14 +94,14 @@ def costed(rows) -> list[tuple[tuple, float]]:
     for r in rows:
         shared = r[4] is not None and r[4] in seen
         seen.add(r[4])
-        out.append((r, (r[3] or {}).get("seconds") or GUESS_SECONDS - (SHARED_SECONDS if shared else 0)))
+        out.append((r, (r[3] or {}).get("seconds") or max(first_guess - (SHARED_SECONDS if shared else 0), 30)))
     return out
 
 
 def choose(rows, minutes: float) -> list[tuple[str, str]]:
     """The cases to run next, in `costed` order, as many as fit the budget (at least one)."""
     chosen, spent = [], 0.0
-    for (s, nodeid, d, e, key), cost in costed(r for r in rows if r[0] != "verified"):
+    for (s, nodeid, d, e, key), cost in costed((r for r in rows if r[0] != "verified"), guess(rows)):
         if chosen and spent + cost > minutes * 60:
             break  # in order: a cheaper case further down does not jump the queue
         chosen.append((nodeid, d))
