@@ -52,7 +52,8 @@ def cases() -> list[tuple[str, str, tuple | None]]:
             for nodeid in ids for case in [by_id[breaks_ledger.case_id(nodeid)]]]
 
 
-def table(ledger: dict, all_cases: list[tuple[str, str, tuple | None]]) -> list[tuple[str, str, str, dict | None, tuple | None]]:
+def table(ledger: dict, all_cases: list[tuple[str, str, tuple | None]]) -> list[tuple]:
+    """(state, nodeid, digest, ledger entry, install key) of every case."""
     rows = []
     for nodeid, d, key in all_cases:
         entry = ledger.get(breaks_ledger.case_id(nodeid))
