@@ -120,8 +120,9 @@ def test_a_real_build_records_its_time_under_the_components_name(tmp_path):
     head = "\n".join(line for line in script.read_text().split("\nbuild_etcd()", 1)[0].splitlines()
                      if not line.startswith("command -v go"))  # no Go needed to report
     times = tmp_path / "logs" / "build-times.tsv"
-    probe = head + '\nreport "kuberay v1.6.1" $(( $(stamp) - 3 )) /c/bin\nreport "local-path-provisioner v0.0.31" ' \
-                   '$(stamp) /c/bin\nreport etcd $(stamp) /c/bin\n'
+    clock = "\nstamp() { echo 1000; }"  # a fixed clock: a second boundary must not change the seconds recorded
+    probe = head + clock + '\nreport "kuberay v1.6.1" 997 /c/bin\nreport "local-path-provisioner v0.0.31" ' \
+                           '1000 /c/bin\nreport etcd 1000 /c/bin\n'
     r = subprocess.run(["bash", "-c", probe, str(script)], capture_output=True, text=True,
                        env={"PATH": "/usr/bin:/bin", "RAYCONF_CACHE": str(tmp_path)})
     assert r.returncode == 0, r.stderr
