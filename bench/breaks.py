@@ -40,20 +40,23 @@ def collected() -> list[str]:
 
 
 def cases() -> list[tuple[str, str, tuple | None]]:
-    """(nodeid, digest, install key) of every case, matched by the case's id."""
+    """(nodeid, digest, session key) of every case, matched by the case's id. The session keys are those of all
+    cases run at once; a batch's own may group its cases a little differently (an estimate only)."""
+    from tests.breaks.harness import declared_samples, session_keys
     from tests.breaks.test_breaks import CASES
     by_id = {case.id: case for case in CASES}
+    keys = session_keys(CASES, declared_samples())
     ids = collected()
     unknown = [n for n in ids if breaks_ledger.case_id(n) not in by_id]
     if unknown or len(ids) != len(by_id):
         raise SystemExit(f"breaks: {len(ids)} node ids collected for {len(by_id)} cases"
                          + (f"; no case has the id of {unknown[0]}" if unknown else ""))
-    return [(nodeid, breaks_ledger.digest(case), case.install_key)
+    return [(nodeid, breaks_ledger.digest(case), keys[case.id])
             for nodeid in ids for case in [by_id[breaks_ledger.case_id(nodeid)]]]
 
 
 def table(ledger: dict, all_cases: list[tuple[str, str, tuple | None]]) -> list[tuple]:
-    """(state, nodeid, digest, ledger entry, install key) of every case."""
+    """(state, nodeid, digest, ledger entry, session key) of every case."""
     rows = []
     for nodeid, d, key in all_cases:
         entry = ledger.get(breaks_ledger.case_id(nodeid))

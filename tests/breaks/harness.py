@@ -10,7 +10,9 @@ from typing import Callable
 from kubernetes import client
 
 from rayconformance.fixtures.expect import raycluster, rayjob, rayservice
+from rayconformance.fixtures.features import matches
 from rayconformance.fixtures.namespaces import RUN_LABEL
+from tests.breaks.declared import DECLARED_ENV
 from tests.suiterun import RUN_ID
 
 
@@ -36,13 +38,62 @@ class Case:
 
     @property
     def install_key(self) -> tuple | None:
-        """Cases with the same key run in one suite session with one operator install (the overhead of a case,
-        some 60 s, paid once); None for a case that needs the bed or the samples to itself (a saboteur acts on
-        the whole cluster, a sample mutation on every test using that sample)."""
-        if self.saboteur or self.samples:
+        """What the operator install of the case's suite session is made of: cases with the same key can share one
+        session (the overhead of a case, some 60 s, paid once; `session_keys` says which do). None for a case
+        that needs the bed to itself: a saboteur acts on the whole cluster, and on the `local` provider a mutated
+        sample's images are made ready before any test runs."""
+        if self.saboteur or (self.samples and self.local):
             return None
         return (self.profile, self.patch, self.tree_patch, tuple(sorted(self.gates.items())),
                 tuple(sorted(self.env.items())), self.local, self.timeout_scale)
+
+
+def session_keys(cases: list[Case], declared: dict[str, tuple[str, ...]] | None) -> dict[str, tuple | None]:
+    """Case id -> the key of the suite session it runs in (None: alone). Cases with one install key share a
+    session unless one mutates a sample that the other's test applies or mutates too, since the session has
+    one samples directory. `declared` maps each conformance test's short name to the samples it declares
+    (`declared_samples`); without it, a case that mutates a sample runs alone."""
+    sessions: dict[tuple, list[list[Case]]] = {}
+    keys: dict[str, tuple | None] = {}
+    for case in cases:
+        if case.install_key is None or (case.samples and declared is None):
+            keys[case.id] = None
+            continue
+        groups = sessions.setdefault(case.install_key, [])
+        n = next((n for n, group in enumerate(groups) if all(_apart(case, o, declared or {}) for o in group)),
+                 len(groups))
+        if n == len(groups):
+            groups.append([])
+        groups[n].append(case)
+        keys[case.id] = case.install_key + (n,)
+    return keys
+
+
+def _apart(a: Case, b: Case, declared: dict[str, tuple[str, ...]]) -> bool:
+    """Neither case's sample mutation reaches the other's test."""
+    def applies(case: Case) -> set[str]:
+        return {s for short, names in declared.items() if matches(case.test, short) for s in names}
+    return not set(a.samples) & (applies(b) | set(b.samples)) and not set(b.samples) & applies(a)
+
+
+def declared_samples() -> dict[str, tuple[str, ...]] | None:
+    """Each conformance test's short name -> the samples it declares (a collect-only pass over conformance/ with
+    the plugin in tests/breaks/declared.py); None when the collection fails."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    from tests.suiterun import ROOT
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "declared.json"
+        r = subprocess.run([sys.executable, "-m", "pytest", "conformance", "--collect-only", "-q", "-p",
+                            "no:cacheprovider", "-p", "tests.breaks.declared"], cwd=ROOT, capture_output=True,
+                           text=True, env={**os.environ, DECLARED_ENV: str(out)})
+        return {k: tuple(v) for k, v in json.loads(out.read_text()).items()} if r.returncode == 0 and \
+            out.is_file() else None
 
 
 def patched_tree(tmp: Path, patch: Path) -> Path:

@@ -6,6 +6,8 @@ import json
 import textwrap
 
 from bench import breaks, breaks_ledger
+from rayconformance.fixtures.features import matches
+from tests.breaks import harness
 from tests.breaks.harness import Case
 from tests.breaks.test_breaks import CASES
 
@@ -77,7 +79,34 @@ def test_cases_sharing_an_install_are_taken_side_by_side_and_cost_less():
 def test_cases_with_one_operator_break_share_an_install_key():
     swapped = [c for c in CASES if c.patch == "rayjob-failure-reasons-swapped"]
     assert len(swapped) > 1 and len({c.install_key for c in swapped}) == 1
-    assert all(c.install_key is None for c in CASES if c.saboteur or c.samples)
+    assert all(c.install_key is None for c in CASES if c.saboteur or (c.samples and c.local))
+
+
+def test_a_case_mutating_a_sample_shares_a_session_only_with_tests_that_do_not_apply_it():
+    def mutate(docs):
+        pass
+    a = Case("uses_basic", "x", samples={"basic": mutate})
+    b = Case("uses_basic_too", "x")
+    c = Case("uses_other[one]", "x", samples={"other": mutate})
+    d = Case("uses_third", "x", samples={"basic": mutate})
+    declared = {"uses_basic": ("basic",), "uses_basic_too": ("basic",), "uses_other[one]": ("other",),
+                "uses_third": ("third",)}
+    keys = harness.session_keys([a, b, c, d], declared)
+    assert keys["uses_basic"] == keys["uses_other[one]"] != keys["uses_basic_too"]  # b applies what a mutates
+    assert keys["uses_third"] not in (keys["uses_basic"], keys["uses_basic_too"])  # d mutates what a and b use
+    assert len({keys[k] for k in keys}) == 3 and all(k[:-1] == a.install_key for k in keys.values())
+    unknown = harness.session_keys([a, b, c], None)  # no declarations: a mutation runs alone
+    assert unknown["uses_basic"] is None and unknown["uses_other[one]"] is None and unknown["uses_basic_too"]
+
+
+def test_every_break_case_names_a_conformance_test_that_declares_its_mutated_samples():
+    declared = harness.declared_samples()
+    assert declared, "the collect-only pass over conformance/ gave nothing"
+    for case in CASES:
+        names = [short for short in declared if matches(case.test, short)]
+        assert names, f"{case.id}: no conformance test is named {case.test!r}"
+        assert all(set(case.samples) <= set(declared[n]) for n in names), \
+            f"{case.id} mutates {sorted(case.samples)}, but {case.test} declares {declared[names[0]]}"
 
 
 def test_a_break_run_records_each_case_as_it_ends(pytester, tmp_path, monkeypatch):
