@@ -229,10 +229,10 @@ CASES = [
     Case("workers_follow_actors_one_at_a_time[v1]", "actor holder-1 must run on a worker Pod",
          profile="kuberay-v1.7.0", local=True,
          samples={"raycluster-autoscaler": set_field(["spec", "workerGroupSpecs", 0, "maxReplicas"], 1)}),
-    # autoscaler v1: the group offers no GPU (num-gpus 0), or no CPU (num-cpus 0): the actor has nowhere to go
+    # autoscaler v1: rayStartParams num-gpus not passed to `ray start` (the sample's num-gpus stays 1: the test checks
+    # it first), or the group offers no CPU (num-cpus 0): the actor has nowhere to go
     Case("fake_gpu_group_scales_for_gpu_demand[v1]", "was not placed within", profile="kuberay-v1.7.0", local=True,
-         samples={"raycluster-autoscaler-fake-gpu": set_field(
-             ["spec", "workerGroupSpecs", 0, "rayStartParams", "num-gpus"], "0")}, timeout_scale=0.5),
+         tree_patch="v1.7.0/raycluster-num-gpus-param-dropped", timeout_scale=0.5),
     Case("cpu_demand_uses_the_gpu_group_when_no_other_fits[v1]", "was not placed within", profile="kuberay-v1.7.0",
          local=True, samples={"raycluster-autoscaler-fake-gpu": set_field(
              ["spec", "workerGroupSpecs", 0, "rayStartParams", "num-cpus"], "0")}, timeout_scale=0.5),
