@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--list", action="store_true", help="one line per case")
     rn = sub.add_parser("run")
     rn.add_argument("--minutes", type=float, default=60, help="time budget, from earlier runs' durations")
-    rn.add_argument("-k", dest="keyword", default="", help="only cases whose id contains this text")
+    rn.add_argument("-k", dest="keyword", default="", help="only cases whose id contains this text (a comma list: "
+                                                          "any of these)")
     rn.add_argument("--all", action="store_true", help="verified cases too (a full pass: the digest does not cover "
                                                          "the fixtures, samples and profiles a case goes through)")
     rn.add_argument("--dry-run", action="store_true", help="say which cases would run")
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print_status(rows, args.list)
         return 0
     if args.keyword:
-        rows = [r for r in rows if args.keyword in r[1]]
+        rows = [r for r in rows if any(k in breaks_ledger.case_id(r[1]) for k in args.keyword.split(","))]
     if args.all:
         rows = [("stale" if s == "verified" else s, n, d, e, k) for s, n, d, e, k in rows]
     chosen = choose(rows, args.minutes)
