@@ -53,6 +53,12 @@ def session_keys(cases: list[Case], declared: dict[str, tuple[str, ...]] | None)
     session unless one mutates a sample that the other's test applies or mutates too, since the session has
     one samples directory. `declared` maps each conformance test's short name to the samples it declares
     (`declared_samples`); without it, a case that mutates a sample runs alone."""
+    applies = {c.id: {s for short, names in (declared or {}).items() if matches(c.test, short) for s in names}
+               for c in cases}
+
+    def apart(a: Case, b: Case) -> bool:  # neither case's sample mutation reaches the other's test
+        return not set(a.samples) & (applies[b.id] | set(b.samples)) and not set(b.samples) & applies[a.id]
+
     sessions: dict[tuple, list[list[Case]]] = {}
     keys: dict[str, tuple | None] = {}
     for case in cases:
@@ -60,20 +66,12 @@ def session_keys(cases: list[Case], declared: dict[str, tuple[str, ...]] | None)
             keys[case.id] = None
             continue
         groups = sessions.setdefault(case.install_key, [])
-        n = next((n for n, group in enumerate(groups) if all(_apart(case, o, declared or {}) for o in group)),
-                 len(groups))
+        n = next((n for n, group in enumerate(groups) if all(apart(case, o) for o in group)), len(groups))
         if n == len(groups):
             groups.append([])
         groups[n].append(case)
         keys[case.id] = case.install_key + (n,)
     return keys
-
-
-def _apart(a: Case, b: Case, declared: dict[str, tuple[str, ...]]) -> bool:
-    """Neither case's sample mutation reaches the other's test."""
-    def applies(case: Case) -> set[str]:
-        return {s for short, names in declared.items() if matches(case.test, short) for s in names}
-    return not set(a.samples) & (applies(b) | set(b.samples)) and not set(b.samples) & applies(a)
 
 
 def declared_samples() -> dict[str, tuple[str, ...]] | None:
