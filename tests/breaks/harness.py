@@ -163,7 +163,6 @@ provisioned = any_object("rayclusters", raycluster.is_provisioned)
 service_ready = any_object("rayservices", rayservice.is_ready)
 upgrade_pending = any_object("rayservices", rayservice.is_upgrading)
 job_suspended = any_object("rayjobs", rayjob.is_suspended)
-job_running = any_object("rayjobs", rayjob.is_running)
 
 
 def set_field(path: list, value):
