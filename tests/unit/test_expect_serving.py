@@ -117,6 +117,8 @@ class FakeWatch:
         self.versions = [Version(float(i), float(i), t, o) for i, (t, o) in enumerate(versions)]
 
     must_not_have_failed = Watch.must_not_have_failed
+    _must_have_seen_all = Watch._must_have_seen_all
+    gaps: list = []
 
 
 def rs(active="c", pending=None, ready=True, app="RUNNING", name="svc") -> dict:

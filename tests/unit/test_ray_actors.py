@@ -26,6 +26,13 @@ def test_options_per_actor_and_waiting():
     assert "ray.wait" not in create_actors(["a"])
 
 
+@pytest.mark.parametrize("wait", [None, 30])
+def test_actor_handles_kept_while_the_driver_runs(wait):
+    """Ray 2.46 fails a method called on a handle dropped before its actor exists ("Lost reference to actor")."""
+    code = create_actors(["a", "b"], wait=wait)
+    assert ".remote().where" not in code and "actors = [h.remote() for h in holders]" in code
+
+
 def test_placed_reads_each_actor():
     logs = 'noise\nACTOR a {"ip": "10.0.0.5", "node_gpus": 1.0, "gpu_ids": ["0"]}\nACTOR b null\n'
     assert placed(logs) == {"a": {"ip": "10.0.0.5", "node_gpus": 1.0, "gpu_ids": ["0"]}, "b": None}
