@@ -25,9 +25,7 @@ def test_demand_scales_workers_up_and_idle_down(ctx, version):
     body["spec"]["autoscalerOptions"]["version"] = version
     cluster = ctx.create_raycluster(body)
     cluster.must_be_provisioned()
-    containers = [c.name for c in cluster.head_pod().spec.containers]
-    assert "autoscaler" in containers or len(containers) > 1, \
-        f"expected an autoscaler sidecar in the head Pod, containers: {containers}"
+    cluster.head_must_run_autoscaler_sidecar(what="the head Pod")
 
     with cluster.watch_pods() as pods:
         # demand for 3 CPUs, one worker each, in a group of at most 2

@@ -42,9 +42,8 @@ def test_autoscaling_continues_after_head_pod_replaced(ctx, redis, version):
     # step 2: the head Pod is deleted; a new one comes up
     old = cluster.head_pod()
     ctx.core.delete_namespaced_pod(old.metadata.name, ctx.namespace)
-    new = cluster.new_head_must_be_ready(old.metadata.uid, ctx.timeouts.long)
-    containers = [c.name for c in new.spec.containers]
-    assert len(containers) > 1, f"the new head Pod must have the autoscaler sidecar too; containers: {containers}"
+    cluster.new_head_must_be_ready(old.metadata.uid, ctx.timeouts.long)
+    cluster.head_must_run_autoscaler_sidecar(what="the new head Pod")
 
     # step 3: autoscaling up and down still works with the new head, by the autoscaler asked for
     demand_must_come_and_go(ctx, cluster, "after", when="after the head Pod was replaced")

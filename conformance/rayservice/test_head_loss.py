@@ -41,8 +41,11 @@ def test_gcs_ft_head_loss_keeps_the_service_on_its_cluster(ctx, redis):
     controls: the RayService stays Ready on the same RayCluster (no pending or new one; Ready=False only with reason
     ZeroServeEndpoints, while Ray's Serve proxy drains), its serve Service keeps selecting the worker (and only it)
     throughout, the worker keeps answering and is neither replaced nor restarted, a new head Pod comes up, Ray lists
-    the new head and the same worker as alive, and the Serve application is RUNNING again. Requests the worker's
-    Serve proxy holds or fails meanwhile (Ray's) are measured."""
+    the new head and the same worker as alive, and the Serve application is RUNNING again. The worker answers while
+    the head is gone. Requests the worker's Serve proxy holds or fails meanwhile are measured, not bounded: once
+    the Serve controller restarts on the new head, Ray Serve may drain the worker's proxy while it recovers the
+    replica (root-caused on the bed, the comment above), which the operator truly reports as
+    Ready=False/ZeroServeEndpoints; what the operator controls (Service, selection, Pods, conditions) is asserted."""
     service, obj = deploy(ctx, greeter(ctx, "rayservice-greeter-ft"))
     cluster = ctx.raycluster(active_and_pending_clusters(obj)[0])
     heads = cluster.pods("head")
