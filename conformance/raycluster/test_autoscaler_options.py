@@ -63,8 +63,17 @@ def test_group_idle_timeout_overrides_the_cluster_one(ctx):
 
 
 # A burst of demand at once (one request, so the autoscaler sees all of it in the same round): this many 1-CPU
-# bundles, each needing a worker of its own (the head has no CPU).
-BURST = 3
+# bundles, each needing a worker of its own (the head has no CPU). KubeRay documents Conservative as "the number of
+# pending worker Pods is at most the size of the Ray cluster", with Ray's floor of 5 pending at once: a burst above
+# that floor is what tells the modes apart (Conservative: at most 5 while the cluster is the head alone;
+# Aggressive: all of them at once).
+BURST = 7
+CONSERVATIVE_PENDING = 5
+# The workers are never scheduled (a nodeSelector no Node has), so they stay pending and the Ray cluster stays at
+# one node: Conservative's bound stays 5 the whole time, and no Ray worker is started for nothing.
+UNSCHEDULABLE = {"rayconformance.io/no-such-node": "true"}
+# How long after its first rise the group's replicas are watched: six rounds of the autoscaler (every 5 s).
+UPSCALING_WINDOW_S = 30
 REQUEST = """
 import ray
 from ray.autoscaler.sdk import request_resources
@@ -74,47 +83,59 @@ print('REQUESTED', {n})
 """
 
 
+def group_replicas(version, group: str) -> int:
+    groups = {g.get("groupName"): g.get("replicas", 0) for g in (version.obj.get("spec") or {}).get(
+        "workerGroupSpecs") or []}
+    return groups.get(group, 0)
+
+
 @pytest.mark.feature("RayClusterAutoscalerUpscalingMode")
 @pytest.mark.parametrize("mode", ["Conservative", "Aggressive"])
 @pytest.mark.samples("raycluster-autoscaler")
 def test_upscaling_mode_paces_new_workers(ctx, mode):
     """With autoscaler v2, autoscalerOptions.upscalingMode sets how many workers the autoscaler adds at once for
-    a burst of demand (3 CPUs asked at once, one worker each): Conservative adds them one at a time (the group's
-    replicas go 0, 1, 2, 3), Aggressive all at once (replicas 0 then 3). Either way the group ends with 3 Running
-    and Ready workers and never more."""
+    a burst of demand (7 CPUs asked at once, one worker each, in a cluster that is the head alone): Conservative
+    keeps the pending workers within KubeRay's documented bound (at most the cluster's size, and Ray's floor of 5),
+    so the group's replicas never go above 5 while none of them has joined; Aggressive adds all 7 at once (replicas
+    0 then 7). Either way no more worker Pods are created than the replicas ask for. (The workers are kept from
+    being scheduled, so they stay pending.)"""
     body = ctx.sample("raycluster-autoscaler")
     opts = body["spec"]["autoscalerOptions"]
     opts["version"], opts["upscalingMode"] = "v2", mode
     group = body["spec"]["workerGroupSpecs"][0]
     group["maxReplicas"] = BURST
+    group["template"]["spec"]["nodeSelector"] = UNSCHEDULABLE
     gname = group["groupName"]
 
     # step 1: the cluster comes up with the head alone
     cluster = ctx.create_raycluster(body)
     cluster.must_be_provisioned()
 
-    # step 2: demand for 3 workers arrives at once; the autoscaler adds them
+    # step 2: demand for 7 workers arrives at once; the autoscaler raises the group's replicas
     with cluster.watch_replicas() as replicas, cluster.watch_pods() as pods:
         cluster.ray_job_must_succeed(REQUEST.format(n=BURST), ctx.timeouts.medium)
-        cluster.workers_must_be_running_and_ready(BURST, what=f"the autoscaler to add {BURST} workers for {BURST} "
-                                                              f"CPUs requested")
+        rose = replicas.first(lambda v: group_replicas(v, gname) > 0, ctx.timeouts.upgrade)
+        assert rose is not None, \
+            (f"the autoscaler must add workers to group {gname} for {BURST} CPUs requested; replicas stayed "
+             f"{replicas.values(gname)} for {ctx.timeouts.upgrade:g}s")
+        # step 3: how far the replicas go, watched for a fixed window after the first rise
+        if mode == "Conservative":
+            above = replicas.first(lambda v: group_replicas(v, gname) > CONSERVATIVE_PENDING, UPSCALING_WINDOW_S,
+                                   since_at=rose.at)
+            assert above is None, \
+                (f"with upscalingMode Conservative a one-node cluster may have at most {CONSERVATIVE_PENDING} pending "
+                 f"workers (KubeRay: pending workers at most the cluster's size, Ray's floor 5); group {gname}'s "
+                 f"replicas went {' -> '.join(map(str, replicas.values(gname)))} with none joined")
+        else:
+            assert group_replicas(rose, gname) == BURST, \
+                (f"with upscalingMode Aggressive the autoscaler must add all {BURST} workers the demand needs at once "
+                 f"(group {gname} replicas 0 -> {BURST}); observed replicas "
+                 f"{' -> '.join(map(str, replicas.values(gname)))}")
+        cap = CONSERVATIVE_PENDING if mode == "Conservative" else BURST
     replicas.must_not_have_failed()
     pods.must_not_have_failed()
-
-    # step 3: how the group's replicas rose, as the autoscaler patched them
-    values = replicas.values(gname)
-    rises = [(a, b) for a, b in zip(values, values[1:]) if b > a]
-    shown = " -> ".join(map(str, values))
-    if mode == "Conservative":
-        assert rises and all(b - a == 1 for a, b in rises), \
-            (f"with upscalingMode Conservative the autoscaler must add workers one at a time (group {gname} "
-             f"replicas 0 -> 1 -> 2 -> {BURST}); observed replicas {shown}")
-    else:
-        assert rises[:1] == [(0, BURST)], \
-            (f"with upscalingMode Aggressive the autoscaler must add all {BURST} workers the demand needs at once "
-             f"(group {gname} replicas 0 -> {BURST}); observed replicas {shown}")
-    assert pods.peak <= BURST, \
-        f"demand for {BURST} workers must bring no more than {BURST} worker Pods; observed {pods.summary()}"
+    assert pods.peak <= cap, \
+        f"no more worker Pods than the {mode} replicas ask for (at most {cap}) may be created; observed {pods.summary()}"
 
 
 @pytest.mark.feature("RayClusterWorkerGroupPriority")

@@ -103,11 +103,11 @@ CASES = [
     # upscaling mode is Default, all at once)
     Case("group_idle_timeout_overrides_the_cluster_one", "group quick's idle worker to be removed",
          patch="raycluster-crd-drops-autoscaler-tuning"),
-    Case("upscaling_mode_paces_new_workers[Conservative]", "must add workers one at a time",
+    Case("upscaling_mode_paces_new_workers[Conservative]", "may have at most 5 pending workers",
          patch="raycluster-crd-drops-autoscaler-tuning"),
     # the operator starts the autoscaler with AUTOSCALER_MAX_CONCURRENT_LAUNCHES=1: one launch in flight at most,
     # whatever upscalingMode says
-    Case("upscaling_mode_paces_new_workers[Aggressive]", "must add all 3 workers the demand needs at once",
+    Case("upscaling_mode_paces_new_workers[Aggressive]", "must add all 7 workers the demand needs at once",
          patch="raycluster-autoscaler-launches-one-at-a-time"),
     # token auth: the Secret is created but the Ray containers get no RAY_AUTH_MODE/RAY_AUTH_TOKEN, so Ray runs
     # without auth and its dashboard accepts anyone (scale 0.6: the cluster must still get provisioned in time)
