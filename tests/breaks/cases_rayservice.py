@@ -145,6 +145,9 @@ CASES = [
     *(Case(f"invalid_upgrade_options_are_rejected[{case}]", "Ready=False/ValidationFailed",
            patch="rayservice-skips-upgrade-options-validation") for case in ("surge-above-100", "zero-interval",
                                                                             "no-gateway-class")),
+    # KubeRay v1.7.0 without its stepSizePercent <= maxSurgePercent check: the RayService is accepted and served
+    Case("invalid_upgrade_options_are_rejected[step-above-surge]", "Ready=False/ValidationFailed",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayservice-step-above-surge-accepted"),
     # KubeRay v1.7.0 patched (tests/breaks/patches/v1.7.0/, applied to a copy of the tree given in
     # RAYCONF_OPERATOR_TREE): a suspend leaves the RayService's Services behind
     *(Case(test, "no RayCluster or Service left", profile="kuberay-v1.7.0", local=True,
