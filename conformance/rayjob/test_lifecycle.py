@@ -12,6 +12,8 @@ from rayconformance.fixtures.expect.rayjob import (describe_rayjob, rayjob_must_
                                                    rayjob_submitter_must_complete, seconds)
 from rayconformance.fixtures.waiting import wait_until
 
+from .modes import in_mode, submission_modes, submitter_must_match_mode
+
 # How long a RayJob waits for its Ray job to end once its submitter has finished (KubeRay: 30 s, not configurable).
 SUBMITTER_GRACE_S = 30
 # preRunningDeadlineSeconds for a job waiting for its job id: long enough for its RayCluster to come up first.
@@ -121,27 +123,28 @@ def test_finished_job_ignores_suspend_and_keeps_its_submitter(ctx):
          f"{submitter_job_names(job)}")
 
 
-@pytest.mark.feature("RayJobK8sJobMode")
+@pytest.mark.parametrize("mode", submission_modes("K8sJobMode", "HTTPMode"))
 @pytest.mark.samples("rayjob-basic")
-def test_deleting_failed_job_deletes_its_cluster_and_submitter(ctx):
-    """A RayJob whose job FAILED, without shutdownAfterJobFinishes, keeps its RayCluster and submitter Job; once
-    the RayJob is deleted, both are deleted with it."""
-    body = ctx.sample("rayjob-basic")
+def test_deleting_failed_job_deletes_its_cluster_and_submitter(ctx, mode):
+    """A RayJob whose job FAILED, without shutdownAfterJobFinishes, keeps its RayCluster (and in K8sJobMode its
+    submitter Job); once the RayJob is deleted, they are deleted with it, in either mode (KubeRay's e2e checks the
+    same of a failed HTTPMode RayJob)."""
+    body = in_mode(ctx.sample("rayjob-basic"), mode)
     body["metadata"]["name"] = "fails-then-deleted"
     body["spec"]["shutdownAfterJobFinishes"] = False
     body["spec"]["entrypoint"] = "python -c \"import sys; print('rayconformance job fails'); sys.exit(1)\""
     job = ctx.create_rayjob(body)
 
-    # step 1: the job fails; its RayCluster and submitter Job stay
+    # step 1: the job fails; its RayCluster (and submitter Job) stay
     cluster = job.must_create_its_cluster()
-    job.must_finish(job_status="FAILED", deployment_status="Failed", reason="AppFailed")
-    cluster.must_remain(time.time() + 5, why="after the job failed, without shutdownAfterJobFinishes")
-    assert submitter_job_names(job), f"expected RayJob {job.name} to keep its submitter Job; observed none"
+    job.must_finish(job_status="FAILED", deployment_status="Failed", reason="AppFailed", when=f"in {mode}")
+    cluster.must_remain(time.time() + 5, why=f"after the job failed in {mode}, without shutdownAfterJobFinishes")
+    submitter_must_match_mode(ctx, job, mode)
 
-    # step 2: deleting the RayJob deletes both
+    # step 2: deleting the RayJob deletes them
     job.delete()
     job.must_be_gone(after="it was deleted")
-    cluster.must_be_gone(after=f"its RayJob {job.name} was deleted")
+    cluster.must_be_gone(after=f"its RayJob {job.name} ({mode}) was deleted")
     wait_until(lambda: submitter_job_names(job), lambda names: not names,
                f"the submitter Job of RayJob {job.name} to be gone after the RayJob was deleted", ctx.timeouts.gone)
 

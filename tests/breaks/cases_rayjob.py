@@ -66,8 +66,8 @@ CASES = [
     Case("finished_job_ignores_suspend_and_keeps_its_submitter", "keep jobDeploymentStatus=Complete",
          patch="rayjob-finished-job-suspended"),
     # the RayJob's RayCluster created without its owner reference: deleting the RayJob leaves it
-    Case("deleting_failed_job_deletes_its_cluster_and_submitter", "to be gone after its RayJob",
-         patch="rayjob-cluster-not-owned"),
+    *(Case(f"deleting_failed_job_deletes_its_cluster_and_submitter[{mode}]", "to be gone after its RayJob",
+           patch="rayjob-cluster-not-owned") for mode in ("K8sJobMode", "HTTPMode")),
     # shutdownAfterJobFinishes deletes the submitter Job with the RayCluster
     Case("failed_submission_deletes_cluster_keeps_submitter", "keep its failed submitter Job",
          patch="rayjob-shutdown-deletes-submitter"),
