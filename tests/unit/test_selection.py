@@ -64,11 +64,30 @@ def test_run_test_takes_several_names(suite):
     assert sorted(t["name"] for t in suite.report()["tests"]) == ["autoscaler[v2]", "provisioning"]
 
 
-def test_run_test_matching_nothing_says_so(suite):
+@pytest.mark.parametrize("option", ["--run-test", "--skip-tests"])
+def test_a_name_matching_no_collected_test_is_a_usage_error(suite, option):
+    from .conftest import usage_error
+
     suite.tests()
-    result = suite.run("--run-test=nothing")
-    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    result.stdout.fnmatch_lines(["*--run-test nothing: no collected test has that short name*"])
+    result = suite.run(f"{option}=provisioning,nothing,autoscaler[v3]")
+    error = usage_error(result)
+    assert f"{option} nothing,autoscaler[v3]: no collected test has those short names" in error, error
+    assert suite.provider_calls() == [] and not result.reprec.getreports("pytest_runtest_logreport")
+
+
+def test_a_name_deselected_by_k_still_names_a_collected_test(suite):
+    suite.tests()
+    result = suite.run("--all-features", "-k", "provisioning", "--skip-tests=suspend")
+    assert result.ret == 0, result.stdout.lines
+
+
+def test_a_name_matching_no_collected_test_is_a_usage_error_under_xdist(suite):
+    from .conftest import usage_error
+
+    suite.tests()
+    error = usage_error(suite.run_subprocess("-n", "2", "--skip-tests=nothing"))
+    assert "--skip-tests nothing: no collected test has that short name" in error, error
+    assert suite.provider_calls() == []
 
 
 def test_conformance_test_without_feature_marker_is_a_collection_error(suite):
