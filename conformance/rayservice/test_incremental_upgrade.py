@@ -1,7 +1,8 @@
 """Incremental RayService upgrade (NewClusterWithIncrementalUpgrade) through a real Gateway, with each of KubeRay's
 option sets: traffic moves to the new cluster through the HTTPRoute in steps of stepSizePercent, capacity in steps
 of maxSurgePercent, one way only, at most every intervalSeconds, and no request fails; reverting the
-spec mid-upgrade rolls the traffic back; options that cannot work are refused."""
+spec mid-upgrade rolls the traffic back; a Serve config changed with the cluster goes to the new cluster only;
+options that cannot work are refused."""
 from __future__ import annotations
 
 import copy
@@ -12,7 +13,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from rayconformance.fixtures.context import Context
-from rayconformance.fixtures.expect.conditions import condition
+from rayconformance.fixtures.expect.conditions import condition, conditions_seen, has_condition
 from rayconformance.fixtures.expect.incremental import traffic
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
 from rayconformance.fixtures.expect.traffic import answers_must_come_from, load_generator_must_get_more_answers
@@ -20,7 +21,7 @@ from rayconformance.fixtures.traffic import answered, summary
 from rayconformance.fixtures.waiting import wait_until
 from rayconformance.fixtures.watch import Watch
 
-from .helpers import deploy, greeter
+from .helpers import deploy, greeter, with_reply
 
 STEP, INTERVAL, SURGE = 25, 10, 50  # the rollback test's options
 
@@ -139,6 +140,50 @@ def test_traffic_shifts_in_steps_without_failures(ctx, gateway, options):
     # step 5: both clusters answered, and no request failed
     answers = " ".join(stats["answers"])
     assert old in answers and new in answers, f"expected answers from both {old} and {new}: {stats['answers']}"
+    assert stats["failures"] == 0, f"an incremental upgrade must not fail requests: {summary(stats)}"
+
+
+@pytest.mark.feature("RayServiceIncrementalUpgrade", "RayServiceServeConfigWithClusterChange")
+@pytest.mark.samples("rayservice-greeter", "loadgen")
+def test_serve_config_changed_with_the_cluster_moves_with_the_traffic(ctx, gateway):
+    """An incremental upgrade that changes the Serve config (the greeter's reply v1 -> v2) in the same update as
+    the cluster spec (KubeRay's e2e TestRayServiceIncrementalUpgrade does both) reports UpgradeInProgress=True while
+    both clusters serve and False once done; through the Gateway the old RayCluster answers only with the old reply
+    and the new one only with the new reply, every step of the way (the new config is deployed to the new cluster,
+    never to the old one), both answer, the upgrade ends on the new cluster answering v2, and no request fails."""
+    step, interval, surge = UPGRADE_SETS["AggressiveGradual"]
+    gateway_class = gateway()
+    service, obj = deploy(ctx, incremental_service(ctx, gateway_class.class_name, step, interval, surge))
+    old, _ = active_and_pending_clusters(obj)
+    service.gateway_must_be_programmed()
+    gen = service.start_traffic(url=gateway_class.url)
+
+    with service.watch() as watch:
+        # step 1: the reply and the cluster spec change in one update; the new RayCluster is pending
+        service.trigger_upgrade("incremental-serve-and-cluster", serve_config=with_reply(obj, "v2"))
+        pending = service.must_have_pending_cluster()
+
+        # step 2: the upgrade completes on the new RayCluster, which answers with the new reply
+        done, _ = service.incremental_upgrade_must_complete(old, gen)
+        new, _ = active_and_pending_clusters(done)
+        service.traffic_must_get(gen, f"v2 from {new}")
+        upgrading = [v for v in watch.snapshot() if has_condition(v.obj, "UpgradeInProgress", "True")]
+        after = watch.first(lambda v: bool(upgrading) and v.at > upgrading[-1].at and has_condition(
+            v.obj, "UpgradeInProgress", "False"), ctx.timeouts.state)
+    stats = service.stop_traffic(gen)
+    assert new == pending, f"expected the upgrade to end on the new RayCluster {pending}, observed {new}"
+
+    # step 3: UpgradeInProgress said so while both clusters served, and stopped saying so after
+    assert upgrading and after is not None, \
+        (f"an incremental upgrade must report UpgradeInProgress=True while it runs and False once done; observed "
+         f"UpgradeInProgress {conditions_seen(watch.snapshot(), 'UpgradeInProgress')}")
+
+    # step 4: each cluster answered with its own Serve config only, and both answered
+    expected = {f"v1 from {old}", f"v2 from {new}"}
+    assert set(stats["answers"]) == expected, \
+        (f"through the Gateway, only {sorted(expected)} may answer (the old RayCluster with the old Serve config, the "
+         f"new one with the new), both of them; observed answers {stats['answers']}, of them not expected: "
+         f"{sorted(set(stats['answers']) - expected)}")
     assert stats["failures"] == 0, f"an incremental upgrade must not fail requests: {summary(stats)}"
 
 
