@@ -5,7 +5,9 @@ tests or samples could not be checked later), and copies its report files under 
 version read from the report. `check_published()` verifies every published run as CI does
 (`make verify-published`, and a unit test in `make test`): the directory must be the one the report names, and the
 report must verify against the suite that made it, which is this checkout when the suite digests match and
-otherwise the commit its `suiteVersion` names (`<version>+g<commit>`), read from git. Each problem is one line.
+otherwise the commit its `suiteVersion` names (`<version>+g<commit>`), read from git: the files its digest scheme
+covers, the profiles, and that commit's feature list (which sorts the report's statistics) and certify.py (which
+says the digest scheme its runs record). Each problem is one line.
 """
 from __future__ import annotations
 
@@ -108,7 +110,7 @@ def check_one(run_dir: Path, root: Path = certify.ROOT) -> list[str]:
         return [str(e)]
     if where != (run_dir.parent.name, run_dir.name):
         return [f"the report is of {where[0]} {where[1]}: publish it under {'/'.join(where)}"]
-    if (report.get("certification") or {}).get("suiteDigest") == certify.suite_digest(root):
+    if certify.digests_match(report, root):
         return certify.verify(run_dir, root)
     return against_commit(report, run_dir)
 
@@ -120,16 +122,16 @@ def against_commit(report: dict, run_dir: Path) -> list[str]:
         return [f"suiteVersion {report.get('suiteVersion')!r} names no suite commit to check the run against (the "
                 "suite ran outside a git checkout)"]
     with tempfile.TemporaryDirectory(prefix="rayconf-suite-") as tmp:
-        err = suite_at(m.group(1), Path(tmp))
+        err = suite_at(m.group(1), Path(tmp), certify.SCHEMES.get(certify.scheme_of(report), ()))
         if err:
             return [err]
         problems = certify.verify(run_dir, Path(tmp))
     return [p.replace("is not this suite's", f"is not suite commit {m.group(1)}'s") for p in problems]
 
 
-def suite_at(commit: str, dest: Path, repo: Path = certify.ROOT) -> str | None:
-    """Write the conformance tests and samples of `commit` (of the clone at `repo`) under `dest`; a one-line
-    problem, or None."""
+def suite_at(commit: str, dest: Path, parts=certify.SUITE_PARTS, repo: Path = certify.ROOT) -> str | None:
+    """Write what `verify` reads of the suite of `commit` (of the clone at `repo`) under `dest`: the directories of
+    the digest scheme's `parts`, the profiles, the feature list and certify.py; a one-line problem, or None."""
     def git(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, timeout=120)
 
@@ -137,8 +139,9 @@ def suite_at(commit: str, dest: Path, repo: Path = certify.ROOT) -> str | None:
         if git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}").returncode != 0:
             return (f"suite commit {commit} is not in this clone's history (a shallow clone? fetch it, e.g. "
                     "actions/checkout with fetch-depth: 0)")
-        parts = git("ls-tree", "--name-only", commit, "--", *[d for d, _ in certify.SUITE_PARTS]).stdout.split()
-        r = git("archive", "--format=tar", commit, "--", *[p.decode() for p in parts]) if parts else None
+        wanted = [*dict.fromkeys(d for d, _ in parts), "profiles", certify.FEATURES_FILE, certify.CERTIFY_FILE]
+        found = git("ls-tree", "--name-only", commit, "--", *wanted).stdout.split()
+        r = git("archive", "--format=tar", commit, "--", *[p.decode() for p in found]) if found else None
     except (OSError, subprocess.SubprocessError) as e:
         return f"could not read suite commit {commit} with git: {e}"
     if r is not None and r.returncode != 0:

@@ -113,3 +113,111 @@ def test_a_test_skipped_for_an_unclaimed_feature_does_not_count_against_its_clai
     assert certify.claim_problems(report) == []
     report["tests"][0]["outcome"] = "skipped"
     assert certify.claim_problems(report) == ["claimed feature RayServiceZeroDowntimeUpgrade skipped in upgrade"]
+
+
+def edit(run_dir, change) -> None:
+    """Rewrite the report of `run_dir` with `change` applied to it."""
+    path = run_dir / "conformance-report.yaml"
+    report = yaml.safe_load(path.read_text())
+    change(report)
+    path.write_text(yaml.safe_dump(report, sort_keys=False))
+
+
+def test_an_outcome_edited_and_re_checksummed_fails_verify_on_its_statistics(suite):
+    """The checksum is no signature: whoever edits an outcome can recompute it; the statistics the report states
+    beside its tests then name the edit."""
+    suite.tests(PASSING.replace('"""A RayCluster suspends."""', 'pytest.skip("no room")'))
+    suite.run(CLAIMS)
+
+    def forge(report):
+        next(t for t in report["tests"] if t["name"] == "suspend")["outcome"] = "passed"
+        report["certification"]["resultsChecksum"] = certify.results_checksum(report["tests"])
+
+    edit(suite.run_dir, forge)
+    assert certify.verify(suite.run_dir) == [
+        "statistics do not match the tests (profile RayCluster extended statistics: the report says 0 passed, 0 failed, "
+        "1 skipped, its tests give 1 passed, 0 failed, 0 skipped): the report was changed after the run"]
+
+
+def test_every_stated_statistic_is_checked_against_the_tests(suite):
+    run(suite)
+    for change, named in [
+        (lambda r: r["profiles"][0]["core"].update(failedTests=["provisioning"]), "core failedTests"),
+        (lambda r: r["profiles"][0]["extended"].update(result="failure"), "extended result"),
+        (lambda r: r["profiles"][0].update(summary="Core tests succeeded."), "summary"),
+        (lambda r: r["profiles"][0]["extended"].update(unsupportedFeatures=[]), "extended unsupportedFeatures"),
+        (lambda r: r["profiles"][0]["core"].update(failedFeatures=["RayClusterProvisioning"]), "core failedFeatures"),
+        (lambda r: r.update(shards=[{"runId": "a", "cluster": "c", "tests": 3}]), "the shards' test counts add up to 3"),
+        (lambda r: r.update(baseline={"runId": "b", "regressed": [], "fixed": [], "counts": {"still-pass": 2}}),
+         "has no baseline verdict"),
+    ]:
+        run(suite)
+        edit(suite.run_dir, change)
+        problems = certify.verify(suite.run_dir)
+        assert len(problems) == 1 and problems[0].startswith("statistics do not match") and named in problems[0], \
+            (named, problems)
+
+
+def test_a_baseline_block_must_agree_with_the_tests_verdicts(suite):
+    run(suite)
+
+    def verdicts(report, verdict):
+        for t in report["tests"]:
+            t["baseline"] = verdict
+        report["baseline"] = {"runId": "b", "regressed": [], "fixed": [], "counts": {"still-pass": 1}}
+
+    edit(suite.run_dir, lambda r: verdicts(r, "still-pass"))
+    assert certify.verify(suite.run_dir) == [
+        "statistics do not match the tests (baseline counts: the report says 1 still-pass, its tests give 2 "
+        "still-pass): the report was changed after the run"]
+    edit(suite.run_dir, lambda r: verdicts(r, "regressed"))
+    assert "passed cannot be regressed against the baseline" in certify.verify(suite.run_dir)[0]
+
+
+def copy_of_suite(tmp_path):
+    copy = tmp_path / "suite"
+    for part in dict.fromkeys(d for d, _ in certify.SUITE_PARTS):
+        shutil.copytree(certify.ROOT / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(certify.ROOT / "profiles", copy / "profiles")
+    return copy
+
+
+def test_the_suite_digest_covers_the_framework_code_the_tests_run(suite, tmp_path):
+    """A must-hold weakened in fixtures/expect/ is another suite, as much as an edited test."""
+    run(suite)
+    copy = copy_of_suite(tmp_path)
+    assert certify.verify(suite.run_dir, root=copy) == []
+    expect = copy / "fixtures" / "expect" / "raycluster.py"
+    expect.write_text(expect.read_text() + "\nassert True\n")
+    problems = certify.verify(suite.run_dir, root=copy)
+    assert len(problems) == 1 and problems[0].startswith("suite digest") and "framework code" in problems[0], problems
+
+
+def test_the_profile_digest_is_checked_against_the_profile_the_report_names(suite, tmp_path):
+    run(suite)
+    copy = copy_of_suite(tmp_path)
+    profile = copy / "profiles" / "kuberay-v1.6.1.yaml"
+    profile.write_text(profile.read_text() + "\n# changed\n")
+    problems = certify.verify(suite.run_dir, root=copy)
+    assert len(problems) == 1 and problems[0].startswith("profile digest") and "kuberay-v1.6.1.yaml" in problems[0], \
+        problems
+    profile.unlink()  # a profile the suite does not have is not checked
+    assert certify.verify(suite.run_dir, root=copy) == []
+
+
+def test_a_report_is_checked_by_the_digest_scheme_its_suite_records(suite):
+    """A report cannot step down to a narrower scheme (one that leaves fixtures/ out), nor name an unknown one."""
+    run(suite)
+    assert suite.report()["certification"]["digestScheme"] == certify.SCHEME
+
+    def narrower(report):
+        del report["certification"]["digestScheme"]
+        report["certification"]["suiteDigest"] = certify.suite_digest(certify.ROOT, 1)
+
+    edit(suite.run_dir, narrower)
+    problems = certify.verify(suite.run_dir)
+    assert len(problems) == 1 and problems[0].startswith(f"digest scheme 1 is not this suite's {certify.SCHEME}"), \
+        problems
+    edit(suite.run_dir, lambda r: r["certification"].update(digestScheme=99))
+    problems = certify.verify(suite.run_dir)
+    assert len(problems) == 1 and problems[0].startswith("digest scheme 99 is not one this suite knows"), problems

@@ -2,13 +2,11 @@
 step `make test` runs), `publish` copies a verified run into the layout, and a tampered copy fails in one line."""
 from __future__ import annotations
 
-import yaml
-
 from rayconformance import publish
 from rayconformance.__main__ import main
 from rayconformance.fixtures import certify
 
-from .test_certify import run
+from .test_certify import edit, run
 
 
 def test_every_published_run_verifies():
@@ -21,13 +19,6 @@ def published_run(suite, tmp_path):
     target = publish.publish(suite.run_dir, tmp_path / "published")
     assert target == tmp_path / "published" / "kuberay" / "v1.6.1"  # the default profile's implementation
     return target
-
-
-def edit(target, change) -> None:
-    path = target / "conformance-report.yaml"
-    report = yaml.safe_load(path.read_text())
-    change(report)
-    path.write_text(yaml.safe_dump(report, sort_keys=False))
 
 
 def test_publish_copies_a_verified_run_under_its_project_and_version(suite, tmp_path, capsys, monkeypatch):
@@ -138,3 +129,23 @@ def test_a_run_of_uncommitted_tests_is_not_published(suite, tmp_path):
     except publish.PublishError as e:
         assert f"is not suite commit {first}'s" in str(e) and "run it from a clean checkout" in str(e), e
     assert not (tmp_path / "published").exists()
+
+
+def test_a_published_report_forged_and_re_checksummed_does_not_verify(tmp_path):
+    """As one would forge it: a skipped test turned passed, the results checksum recomputed with the suite's own
+    function. The report is checked against the suite commit it names, as `verify --published` does."""
+    import shutil
+
+    published = tmp_path / "published"
+    shutil.copytree(publish.PUBLISHED / "kuberay" / "v1.6.1", published / "kuberay" / "v1.6.1")
+    assert publish.check_published(published) == []
+
+    def forge(report):
+        next(t for t in report["tests"] if t["outcome"] == "skipped")["outcome"] = "passed"
+        report["certification"]["resultsChecksum"] = certify.results_checksum(report["tests"])
+
+    edit(published / "kuberay" / "v1.6.1", forge)
+    assert publish.check_published(published) == [
+        "kuberay/v1.6.1: statistics do not match the tests (profile RayCluster extended statistics: the report says "
+        "56 passed, 0 failed, 26 skipped, its tests give 57 passed, 0 failed, 25 skipped): the report was changed "
+        "after the run"]
