@@ -4,9 +4,10 @@
     python -m rayconformance verify --published            check every run under reports/published/ (publish.py)
     python -m rayconformance publish REPORT_DIR [--replace] copy a verified run to reports/published/<project>/<version>
     python -m rayconformance merge SHARD_DIR... --out DIR  one report from a sharded run's reports (merge.py)
+    python -m rayconformance field-coverage REPORT         a report's field coverage per CRD (fixtures/fieldcov)
 
-Exit 0 on success, 1 when a report does not verify, cannot be published or the shards cannot be merged, 2 on bad
-usage."""
+Exit 0 on success, 1 when a report does not verify, cannot be published, the shards cannot be merged or a report has
+no field coverage, 2 on bad usage."""
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     merge = sub.add_parser("merge", help="one report from the reports of --shard K/N runs")
     merge.add_argument("run_dirs", nargs="+", type=Path, metavar="SHARD_DIR")
     merge.add_argument("--out", type=Path, required=True, metavar="DIR")
+    coverage = sub.add_parser("field-coverage", help="print a report's field coverage: totals per CRD, then the "
+                                                    "fields no test asserted")
+    coverage.add_argument("report", type=Path, metavar="REPORT", help="a conformance-report.yaml or its run directory")
     args = parser.parse_args(argv)
+    if args.command == "field-coverage":
+        return run_field_coverage(args.report)
     if args.command == "merge":
         return run_merge(args.run_dirs, args.out)
     if args.command == "publish":
@@ -82,6 +88,17 @@ def run_merge(run_dirs: list[Path], out: Path) -> int:
         print(f"merge: {e}", file=sys.stderr)
         return 1
     print(f"merged {len(run_dirs)} shard reports: {path}")
+    return 0
+
+
+def run_field_coverage(report: Path) -> int:
+    from rayconformance.fixtures.fieldcov import show
+
+    try:
+        print(show.text(show.load_section(report)))
+    except show.ShowError as e:
+        print(f"field-coverage: {e}", file=sys.stderr)
+        return 1
     return 0
 
 
