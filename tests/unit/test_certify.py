@@ -135,8 +135,8 @@ def test_an_outcome_edited_and_re_checksummed_fails_verify_on_its_statistics(sui
 
     edit(suite.run_dir, forge)
     assert certify.verify(suite.run_dir) == [
-        "statistics do not match the tests (profile RayCluster extended statistics: the report says 0 passed, 0 failed, "
-        "1 skipped, its tests give 1 passed, 0 failed, 0 skipped): the report was changed after the run"]
+        "statistics do not match the tests (profile RayCluster extended statistics: the report says 0 passed, "
+        "0 failed, 1 skipped, its tests give 1 passed, 0 failed, 0 skipped): the report was changed after the run"]
 
 
 def test_every_stated_statistic_is_checked_against_the_tests(suite):
@@ -147,7 +147,8 @@ def test_every_stated_statistic_is_checked_against_the_tests(suite):
         (lambda r: r["profiles"][0].update(summary="Core tests succeeded."), "summary"),
         (lambda r: r["profiles"][0]["extended"].update(unsupportedFeatures=[]), "extended unsupportedFeatures"),
         (lambda r: r["profiles"][0]["core"].update(failedFeatures=["RayClusterProvisioning"]), "core failedFeatures"),
-        (lambda r: r.update(shards=[{"runId": "a", "cluster": "c", "tests": 3}]), "the shards' test counts add up to 3"),
+        (lambda r: r.update(shards=[{"runId": "a", "cluster": "c", "tests": 3}]),
+         "the shards' test counts add up to 3"),
         (lambda r: r.update(baseline={"runId": "b", "regressed": [], "fixed": [], "counts": {"still-pass": 2}}),
          "has no baseline verdict"),
     ]:
