@@ -26,6 +26,41 @@ def kill_active_head_during_upgrade(api: client.ApiClient, stop: threading.Event
         grace_period_seconds=0) is not None, 1.0)
 
 
+BLACKOUT_S = 2.0
+
+
+def blackout_after_the_old_cluster_goes(api: client.ApiClient, stop: threading.Event) -> bool:
+    """Once a RayService has switched and its old RayCluster object is gone (its Pods still terminating), its serve
+    Service routes to nothing for BLACKOUT_S: requests refused for 2 s after the switch, which a load generator that
+    stopped when the old cluster went never saw."""
+    co, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+    first: dict = {}
+    found: dict = {}
+
+    def old_cluster_gone() -> bool:
+        for o in co.list_cluster_custom_object("ray.io", "v1", "rayservices")["items"]:
+            key = (o["metadata"]["namespace"], o["metadata"]["name"])
+            active = rayservice.active_and_pending_clusters(o)[0]
+            if not active:
+                continue
+            old = first.setdefault(key, active)
+            if active != old and not [c for c in co.list_namespaced_custom_object(
+                    "ray.io", "v1", key[0], "rayclusters")["items"] if c["metadata"]["name"] == old]:
+                found.update(ns=key[0], svc=f"{key[1]}-serve-svc")
+                return True
+        return False
+
+    if not until(stop, old_cluster_gone, 0.2):
+        return False
+    selector = core.read_namespaced_service(found["svc"], found["ns"]).spec.selector or {}
+    core.patch_namespaced_service(found["svc"], found["ns"], {"spec": {"selector": {
+        **{k: None for k in selector}, "rayconformance.io/blackout": "yes"}}})
+    stop.wait(BLACKOUT_S)
+    core.patch_namespaced_service(found["svc"], found["ns"], {"spec": {"selector": {
+        **selector, "rayconformance.io/blackout": None}}})
+    return True
+
+
 def serve_from_slow_head_without_ft(docs: list[dict]) -> None:
     """The FT RayService made fragile: no GCS fault tolerance, the Serve replica on the head, no workers, and a
     head that takes 20 s longer to start (so the pending cluster takes longer to take over)."""
@@ -65,6 +100,10 @@ CASES = [
     Case("serve_config_changed_with_the_cluster_moves_with_the_traffic", r"not expected: \['v2 from ",
          patch="rayservice-serve-config-to-active-during-upgrade", timeout_scale=0.5),
     Case("new_cluster_upgrade_drops_no_request", "must not fail requests", saboteur=kill_active_head_during_upgrade),
+    # Requests refused for 2 s after the switch, once the old RayCluster object is gone (its Pods terminating): the
+    # window the load generator now keeps counting in (it used to stop as the old RayCluster went)
+    Case("new_cluster_upgrade_drops_no_request", "must not fail requests",
+         saboteur=blackout_after_the_old_cluster_goes, variant="blackout-after-the-old-cluster"),
     Case("pending_head_failure_does_not_break_upgrade", "switch|Serve applications on its pending",
          saboteur=stop_operator_when(upgrade_pending)),
     # The operator does not notice that a restarted head lost its Serve applications (no GCS FT), so it never

@@ -29,11 +29,12 @@ class Case:
     local: bool = False  # the suite sees the bed as the `local` provider (for its capabilities), not `existing`
     profile: str = "kuberay-v1.6.1"  # the profile the break is derived from
     tree_patch: str | None = None  # tests/breaks/patches/<patch>.patch applied to a copy of the profile's source tree
+    variant: str | None = None  # tells apart two cases of one test that no patch tells apart (e.g. two saboteurs)
 
     @property
     def id(self) -> str:
         """The case's pytest id and ledger key: its test, and the patch that breaks the operator if one does."""
-        patch = self.patch or self.tree_patch
+        patch = self.patch or self.tree_patch or self.variant
         return self.test + (f"~{patch}" if patch else "")
 
     @property
