@@ -14,7 +14,6 @@ QUIET_WINDOW_S = 10  # how long a suspended cluster is watched for a Pod it must
 
 @pytest.mark.feature("RayClusterSuspend")
 @pytest.mark.samples("raycluster-basic")
-@pytest.mark.covers("RayCluster:spec.suspend")
 def test_suspend_and_resume(ctx):
     """Suspending a provisioned RayCluster deletes all its Pods and reports RayClusterSuspended (not
     Suspending), HeadPodReady=False/HeadPodNotFound, RayClusterProvisioned=False/RayClusterPodsProvisioning and

@@ -47,7 +47,6 @@ def test_suspending_running_job_tears_down_cluster(ctx):
     cluster = ray.status(job.must_be_running())["rayClusterName"]
 
     job.patch({"spec": {"suspend": True}})
-    ctx.covers("RayJob:spec.suspend")
     job.must_be_suspended(ctx.timeouts.long)
     assert cluster not in ray_cluster_names(ctx), \
         f"suspending a running RayJob must delete its RayCluster {cluster}"

@@ -22,7 +22,6 @@ STAYS_FAILED_WINDOW_S = 20
 
 @pytest.mark.feature("RayServiceInitializingTimeout")
 @pytest.mark.samples("rayservice-never-ready", "rayservice-greeter")
-@pytest.mark.covers("RayService:metadata.annotations[ray.io/initializing-timeout]")
 def test_initializing_timeout_fails_a_service_that_never_starts(ctx):
     """A RayService annotated `ray.io/initializing-timeout: 20s` whose RayCluster can never start does not hang:
     once the timeout has passed since it started initializing (watched: not earlier) it reports Ready=False with
