@@ -42,8 +42,18 @@ def read_report(run_dir: Path) -> dict | None:
     return report if isinstance(report, dict) else None
 
 
+def default_ray_version(profile: str, root: Path = certify.ROOT) -> str | None:
+    """The first of `rayVersions` in profiles/<profile>.yaml (the Ray a run of it uses by default), if known."""
+    try:
+        versions = (yaml.safe_load((root / "profiles" / f"{profile}.yaml").read_text()) or {}).get("rayVersions")
+    except (OSError, yaml.YAMLError):
+        return None
+    return str(versions[0]) if versions else None
+
+
 def place(report: dict) -> tuple[str, str]:
-    """(project, version) of the report's implementation block, each usable as a directory name."""
+    """(project, version) of the report's implementation block, each usable as a directory name. A run with another
+    Ray than its profile's default is a column of its own: `<version>+ray<X.Y.Z>` (e.g. v1.6.1+ray2.46.0)."""
     impl = report.get("implementation") or {}
     out = []
     for key in ("project", "version"):
@@ -52,6 +62,10 @@ def place(report: dict) -> tuple[str, str]:
             raise PublishError(f"implementation.{key} {value!r} cannot name a directory: use letters, digits, "
                                "'.', '_', '+' or '-' (--report-project / --report-version set them)")
         out.append(value)
+    operator = report.get("operator") or {}
+    ray = str(operator.get("rayVersion") or "")
+    if ray and NAME.match(ray) and ray != default_ray_version(str(operator.get("profile") or "")):
+        out[1] += f"+ray{ray}"
     return out[0], out[1]
 
 

@@ -139,6 +139,15 @@ def test_an_implementation_that_cannot_name_a_directory_is_refused():
             assert "cannot name a directory" in str(e)
 
 
+def test_a_run_on_another_ray_than_the_profiles_default_is_a_column_of_its_own():
+    impl = {"project": "kuberay", "version": "v1.6.1"}
+    assert publish.place({"implementation": impl, "operator": {"profile": "kuberay-v1.6.1", "rayVersion": "2.46.0"}}) \
+        == ("kuberay", "v1.6.1+ray2.46.0")
+    assert publish.place({"implementation": impl, "operator": {"profile": "kuberay-v1.6.1", "rayVersion": "2.60.0"}}) \
+        == ("kuberay", "v1.6.1")
+    assert publish.place({"implementation": impl}) == ("kuberay", "v1.6.1")
+
+
 def test_a_run_of_uncommitted_tests_is_not_published(suite, tmp_path):
     """A published run is checked later against the commit it names: one whose tests differ is refused now."""
     import subprocess
