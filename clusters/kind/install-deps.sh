@@ -6,9 +6,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs="docker.io tini debootstrap libseccomp-dev pkg-config gcc libc6-dev jq iproute2 util-linux"
-# the packaged service must not start dockerd in the host's namespaces (no-op where no init system runs services)
-policy=/usr/sbin/policy-rc.d; added=""
-if [ "$(id -u)" = 0 ] && [ ! -e $policy ]; then printf '#!/bin/sh\nexit 101\n' > $policy; chmod +x $policy; added=1; fi
-trap '[ -z "$added" ] || rm -f $policy' EXIT
+# as root or through `sudo -n` (clusters/local/install-deps.sh); the packaged service must not start dockerd in the
+# host's namespaces (no-op where no init system runs services)
 # shellcheck disable=SC2086
-INSTALL_DEPS_LABEL="kind install-deps" bash "$here/../local/install-deps.sh" $pkgs
+INSTALL_DEPS_LABEL="kind install-deps" INSTALL_DEPS_NO_SERVICES=1 bash "$here/../local/install-deps.sh" $pkgs
