@@ -1,15 +1,19 @@
 """The fields the must-hold helpers declare they assert (`@record.covers(...)` and `record.declare(...)` in
-fixtures/expect and fixtures/handles, read from the sources): each is a field of KubeRay v1.7.0's CRDs or an
-operator-read key of fixtures/fieldcov/operator-keys.yaml, so no helper counts a field no CRD has."""
+fixtures/expect and fixtures/handles, read from the sources) and those conformance/field-assertions.yaml lists for
+the tests' bodies: each is a field of KubeRay v1.7.0's CRDs or an operator-read key of
+fixtures/fieldcov/operator-keys.yaml, so nothing counts a field no CRD has; and the file names only tests the suite
+has."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from rayconformance.fixtures.fieldcov import coverage, paths
+from rayconformance.fixtures.fieldcov import assertions_file, coverage, paths
 
 ROOT = Path(__file__).resolve().parents[2]
 HELPERS = [ROOT / "fixtures" / "expect", ROOT / "fixtures" / "handles"]
@@ -64,10 +68,9 @@ def test_the_reduced_crds_are_kuberay_v1_7_0s_v1_schemas_without_descriptions(cr
         assert "description:" not in (DATA / CRD_FILES[kind]).read_text(), f"{CRD_FILES[kind]} has descriptions"
 
 
-def test_every_field_a_helper_declares_is_in_the_v1_7_0_crds_or_an_operator_read_key(crds):
-    found = declared()
-    assert {f.partition(":")[0] for _, f in found if isinstance(f, str)} >= set(CRD_FILES), \
-        f"the helpers declare fields of every kind; found only {sorted({f for _, f in found})}"
+def not_in_the_crds(found: list[tuple[str, object]], crds: dict[str, dict]) -> list[str]:
+    """A line for each (where, field) of `found` that is neither a field of the v1.7.0 CRDs nor an operator-read
+    key."""
     keys = coverage.load_keys()
     fields = {kind: {f.segments for f in coverage.crd_fields(crd, keys)} for kind, crd in crds.items()}
     schemas = {kind: coverage.crd_schema(crd)[1] for kind, crd in crds.items()}
@@ -83,7 +86,38 @@ def test_every_field_a_helper_declares_is_in_the_v1_7_0_crds_or_an_operator_read
         elif segments not in fields[kind] and not in_schema(schemas[kind], segments):
             wrong.append(f"{where}: {field} is neither a field of the v1.7.0 {kind} CRD nor an operator-read key "
                          f"of fixtures/fieldcov/operator-keys.yaml")
+    return wrong
+
+
+def test_every_field_a_helper_declares_is_in_the_v1_7_0_crds_or_an_operator_read_key(crds):
+    found = declared()
+    assert {f.partition(":")[0] for _, f in found if isinstance(f, str)} >= set(CRD_FILES), \
+        f"the helpers declare fields of every kind; found only {sorted({f for _, f in found})}"
+    wrong = not_in_the_crds(found, crds)
     assert not wrong, "declared fields no CRD has:\n  " + "\n  ".join(wrong)
+
+
+def test_every_field_the_assertions_file_lists_is_in_the_v1_7_0_crds_or_an_operator_read_key(crds):
+    listed = assertions_file.load(ROOT).entries
+    found = [(f"{assertions_file.WHERE}: {name}", f) for name, fields in listed.items() for f in fields]
+    assert {f.partition(":")[0] for _, f in found} == set(CRD_FILES), \
+        f"the file lists fields of every kind; found only {sorted({f for _, f in found})}"
+    wrong = not_in_the_crds(found, crds)
+    assert not wrong, "listed fields no CRD has:\n  " + "\n  ".join(wrong)
+
+
+def test_every_test_the_assertions_file_names_is_a_conformance_test():
+    """Its names are test functions of conformance/ (`def test_<name>(`), its parameter ids parametrizations the
+    plugin collects."""
+    listed = assertions_file.load(ROOT).entries  # a name no conformance module defines raises
+    defined = assertions_file.defined_tests(ROOT / "conformance")
+    assert not [name for name in listed if name.partition("[")[0] not in defined]
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "conformance", "--all-features",
+                        "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"collecting the conformance suite failed:\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}"
+    collected = {line.rpartition("::")[2] for line in r.stdout.splitlines() if "::" in line}
+    unknown = [name for name in listed if "[" in name and name not in collected]
+    assert not unknown, f"{assertions_file.WHERE} names parametrizations the suite does not collect: {unknown}"
 
 
 def test_a_field_not_in_the_crds_is_found_out(crds):
