@@ -16,8 +16,9 @@ JOBS ?= auto
 # (asked only when kind is named: clusters/kind/docker.py needs no virtualenv)
 KIND_OFFLINE = $(if $(shell $(PYTHON) clusters/kind/docker.py),,kind-images)
 
-# builds only the bed's base; the selected profile's operator and the Gateway implementation are built on first use
-# (with --provider kind or --cluster kind-*: the offline kind images too where no Docker engine answers, cached;
+# builds only the base the run needs (tools-base: none of the local bed's components for kind on a Docker engine that
+# answers); the selected profile's operator and the Gateway implementation are built on first use (with --provider
+# kind or --cluster kind-*: the offline kind images too where no Docker engine answers, cached;
 # clusters/kind/README.md); a kind run picked by default (a Docker engine answers) builds no offline image either
 conformance: setup-base $(if $(findstring kind,$(CONFORMANCE_ARGS)),$(KIND_OFFLINE))
 	$(PY) -m pytest conformance -n $(JOBS) $(CONFORMANCE_ARGS)
@@ -69,13 +70,23 @@ tools:
 # existing cluster) and the modules of what the run builds when it brings the cluster up (the StorageClass
 # provisioner, its KubeRay releases, Traefik when it tests a Gateway feature): fixtures/setup_needs.py. Another Ray version a run asks for is made when it
 # brings the cluster up, before its first test.
+# Which base: `setup_needs bed-builds` (only the Gateway API CRDs for kind on a Docker engine that answers or an
+# existing cluster), asked once the project venv is there; a run that can only be on the local bed (no Docker engine
+# answers, CONFORMANCE_ARGS names no provider, cluster or options file) starts BED_BASE beside the venv without asking.
+# Other goals than a run's (matrix, kind-images, test-kind) build the whole base.
+BED_BASE = etcd kubernetes coredns gatewayapi
+RUN_GOALS = conformance conformance-core setup-base tools-base
+BED_ASK = $(if $(filter-out $(RUN_GOALS),$(or $(MAKECMDGOALS),conformance)),,$(if $(or $(filter --provider% \
+  --cluster% --conformance-options-file%,$(CONFORMANCE_ARGS)),$(shell $(PYTHON) clusters/kind/docker.py)),ask))
 tools-base:
+	bed="$(BED_BASE)"; if [ -n "$(BED_ASK)" ]; then $(MAKE) --no-print-directory venv && \
+	  bed=$$($(PY) -m rayconformance.fixtures.setup_needs bed-builds $(CONFORMANCE_ARGS)) || exit 2; fi; \
 	{ t=$$(date +%s); $(MAKE) --no-print-directory venv && echo "venv: project venv ready in $$(( $$(date +%s) - t ))s" && \
 	  rays=$$($(PY) -m rayconformance.fixtures.setup_needs ray-venvs $(CONFORMANCE_ARGS)) && \
 	  builds=$$($(PY) -m rayconformance.fixtures.setup_needs bring-up-builds $(CONFORMANCE_ARGS)) && \
 	  { [ -z "$$rays" ] || bash clusters/local/ray-venv.sh $$rays; } && \
 	  { [ -z "$$builds" ] || bash clusters/local/build-tools.sh $$(for b in $$builds; do echo fetch:$$b; done); }; } & \
-	side=$$!; bash clusters/local/build-tools.sh etcd kubernetes coredns gatewayapi; rc=$$?; \
+	side=$$!; rc=0; [ -z "$$bed" ] || bash clusters/local/build-tools.sh $$bed || rc=$$?; \
 	wait $$side || rc=1; exit $$rc
 
 # what the project's own tests use: the bed's base, the StorageClass provisioner and the KubeRay releases the
