@@ -1,4 +1,4 @@
-"""Command line for the local test bed: `python -m rayconformance.clusters.local up|down|status [--cluster local-cpu]`."""
+"""Command line for the local test bed: `python -m rayconformance.clusters.local up|down|status [--cluster local-gpu]`."""
 from __future__ import annotations
 
 import argparse
@@ -6,14 +6,14 @@ import sys
 import time
 
 from .. import definition
-from . import controlplane, network
+from . import DEFAULT_CLUSTER, controlplane, network
 from .testbed import TestBed
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rayconformance.clusters.local", description=__doc__)
     ap.add_argument("command", choices=["up", "down", "status"])
-    ap.add_argument("--cluster", default="local-cpu", help="cluster definition name or path")
+    ap.add_argument("--cluster", default=DEFAULT_CLUSTER, help="cluster definition name or path")
     ap.add_argument("--control-plane-only", action="store_true", help="no nodes, DNS or kube-proxy")
     a = ap.parse_args(argv)
     try:

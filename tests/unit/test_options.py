@@ -16,7 +16,7 @@ def options_of(pytester: pytest.Pytester, *args: str):
 
 def test_defaults(suite, pytester):
     o = options_of(pytester)
-    assert (o.provider, o.cluster_name, o.profile.name, o.mode) == ("local", "local-cpu", "kuberay-v1.6.1", "default")
+    assert (o.provider, o.cluster_name, o.profile.name, o.mode) == ("local", "local-gpu", "kuberay-v1.6.1", "default")
     assert o.timeout_scale == 1.0 and not o.keep_resources and o.skip_tests == () and o.run_test == ()
     assert o.supported == frozenset(o.profile.features) and o.claimed_by == "profile kuberay-v1.6.1"
     assert o.run_dir.parent == pytester.path / "reports"

@@ -35,7 +35,7 @@ def test_capabilities_are_what_a_provider_overrides(tmp_path):
 
 def test_provider_alone_picks_its_default_definition_and_definition_alone_its_provider():
     assert providers.resolve("kind", None)[1].name == "kind-cpu"
-    assert providers.resolve(None, None)[1].name == "local-cpu"
+    assert providers.resolve(None, None)[1].name == "local-gpu"
     assert providers.resolve(None, "kind-gpu")[0] == "kind"
     assert providers.resolve("existing", "local-cpu") == ("existing", None)
     with pytest.raises(ProviderError, match="is for provider 'local', not 'kind'"):
