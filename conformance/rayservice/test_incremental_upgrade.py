@@ -143,7 +143,7 @@ def test_traffic_shifts_in_steps_without_failures(ctx, gateway, options):
     assert stats["failures"] == 0, f"an incremental upgrade must not fail requests: {summary(stats)}"
 
 
-@pytest.mark.feature("RayServiceIncrementalUpgrade", "RayServiceServeConfigWithClusterChange")
+@pytest.mark.feature("RayServiceIncrementalUpgrade")
 @pytest.mark.samples("rayservice-greeter", "loadgen")
 def test_serve_config_changed_with_the_cluster_moves_with_the_traffic(ctx, gateway):
     """An incremental upgrade that changes the Serve config (the greeter's reply v1 -> v2) in the same update as
