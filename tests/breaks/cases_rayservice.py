@@ -186,6 +186,13 @@ CASES = [
     *(Case(f"invalid_upgrade_options_are_rejected[{case}]", "Ready=False/ValidationFailed",
            patch="rayservice-skips-upgrade-options-validation") for case in ("surge-above-100", "zero-interval",
                                                                             "no-gateway-class")),
+    # KubeRay v1.7.0 whose changed goal never starts a rollback (reconcileRollbackState returns at once)
+    *(Case(f"changing_course_mid_upgrade_settles_on_the_last_spec[{case}]", "RollbackInProgress=True|must settle on",
+           profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayservice-rollback-never-starts")
+      for case in ("EarlyRollback", "LateRollback", "FastRollback", "UnhealthyPendingCluster", "ThirdSpec")),
+    # ... and whose rollback, once started, is never canceled by re-applying the pending cluster's spec
+    Case("changing_course_mid_upgrade_settles_on_the_last_spec[CancelRollback]", "the same new RayCluster",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayservice-rollback-never-canceled"),
     # KubeRay v1.7.0 without its stepSizePercent <= maxSurgePercent check: the RayService is accepted and served
     Case("invalid_upgrade_options_are_rejected[step-above-surge]", "Ready=False/ValidationFailed",
          profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayservice-step-above-surge-accepted"),
