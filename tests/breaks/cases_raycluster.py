@@ -192,6 +192,10 @@ CASES = [
     Case("autoscaler_adds_and_removes_whole_slices", "one replica of demand",
          samples={"raycluster-multi-host-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)},
          timeout_scale=0.5),
+    *(Case(f"slices_follow_demand_and_max_replicas[{version}-{hosts}]", "one replica of demand",
+           samples={"raycluster-multi-host-autoscaler": set_field(["spec", "enableInTreeAutoscaling"], False)},
+           timeout_scale=0.5, **({"profile": "kuberay-v1.7.0", "local": True} if version == "v1" else {}))
+      for version in ("v1", "v2") for hosts in (1, 4)),
     # autoscaler helper
     # without in-tree autoscaling nobody scales for the placement group, the capped demand or the first group's
     # CPU actor (autoscaler v1: run on KubeRay v1.7.0, which pins it)

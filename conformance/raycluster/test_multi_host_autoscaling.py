@@ -1,0 +1,62 @@
+"""Ray's autoscaler (v1 and v2) scaling a multi-host worker group of fake TPU hosts by whole slices, with one host
+and with four, as KubeRay v1.7.0's e2e TestRayClusterAutoscalerWithFakeTPU does: one replica of demand brings one
+whole slice, and maxReplicas set to 0 takes the whole slice away while the demand is still there."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from rayconformance.fixtures.expect.raycluster_slices import describe_slices, slices_must_be_whole
+
+from .test_multi_host import AUTOSCALER_SAMPLE, DEMAND
+
+VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
+            pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))]
+
+
+@pytest.mark.feature("RayClusterMultiHost")
+@pytest.mark.samples(AUTOSCALER_SAMPLE)
+@pytest.mark.parametrize("hosts", [1, 4])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_slices_follow_demand_and_max_replicas(ctx, version, hosts):
+    """With autoscaler v1 or v2 and a multi-host group of fake TPU hosts (numOfHosts 1 or 4, each host offering
+    Ray TPU 4 through rayStartParams, 0 to 1 replicas), demand for one slice's worth of TPU (one actor per host)
+    brings up exactly one whole slice, one actor on each host, by the autoscaler asked for; setting the group's
+    maxReplicas to 0 while that demand lasts removes the whole slice (no Pod of the group left), and no Pod beyond
+    the one slice is ever created."""
+    body = ctx.sample(AUTOSCALER_SAMPLE)
+    body["spec"]["autoscalerOptions"]["version"] = version
+    group = body["spec"]["workerGroupSpecs"][0]
+    group["numOfHosts"] = hosts
+    name = group["groupName"]
+    chips = json.loads(group["rayStartParams"]["resources"].strip("'"))["TPU"]
+    cluster = ctx.raycluster(body["metadata"]["name"])
+
+    with cluster.watch_pods(group=name) as pods:
+        # step 1: the cluster comes up without the slice
+        ctx.create_raycluster(body)
+        cluster.must_be_provisioned()
+
+        # step 2: one replica of demand brings up one whole slice, each host running one actor
+        logs = cluster.ray_job_must_succeed(DEMAND.format(chips=chips, hosts=hosts, wait=int(ctx.timeouts.medium)))
+        m = re.search(r"^TPU_ACTORS (.*)$", logs, re.M)
+        assert m, f"the Ray job printed no TPU_ACTORS line; logs:\n{logs[-2000:]}"
+        workers = cluster.group_workers_must_be_running_and_ready(
+            name, hosts, ctx.timeouts.short, what=f"{hosts} actors needing TPU {chips} each (one replica of demand) to "
+                                                  f"bring up one slice of {hosts} hosts")
+        [(_, slice_pods)] = slices_must_be_whole(workers, hosts, [0], when="after one replica of demand").items()
+        assert sorted(json.loads(m.group(1))) == sorted(p.status.pod_ip for p in slice_pods), \
+            (f"the {hosts} actors (TPU {chips} each) must run one on each host of the slice; observed them on "
+             f"{m.group(1)}; hosts {describe_slices(slice_pods)}")
+        cluster.autoscaler_must_be(version)
+
+        # step 3: maxReplicas 0 takes the whole slice away, the demand notwithstanding
+        groups = cluster.get()["spec"]["workerGroupSpecs"]
+        groups[0]["maxReplicas"] = 0
+        cluster.patch({"spec": {"workerGroupSpecs": groups}})
+        cluster.group_workers_must_be_running_and_ready(name, 0, what="maxReplicas 0 to remove the whole slice")
+    pods.must_not_have_failed()
+    assert len(pods.created) == hosts and pods.peak == hosts, \
+        f"one replica of demand must bring up exactly one slice of {hosts} Pods, and no other; {pods.summary()}"
