@@ -200,7 +200,8 @@ CASES = [
     # RAYCONF_OPERATOR_TREE): a suspend leaves the RayService's Services behind
     *(Case(test, "no RayCluster or Service left", profile="kuberay-v1.7.0", local=True,
            tree_patch="v1.7.0/rayservice-suspend-keeps-services")
-      for test in ("suspend_deletes_everything_and_resume_serves_again", "suspend_during_upgrade_removes_both_clusters")),
+      for test in ("suspend_deletes_everything_and_resume_serves_again", "suspend_during_upgrade_removes_both_clusters",
+                   "suspend_during_incremental_upgrade_removes_everything")),
     # once suspended, UpgradeInProgress and RollbackInProgress are removed instead of kept as False/SuspendComplete
     Case("suspend_deletes_everything_and_resume_serves_again", "must keep UpgradeInProgress as False/SuspendComplete",
          profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayservice-suspend-drops-upgrade-conditions"),
