@@ -103,7 +103,7 @@ CASES = [
     # upscaling mode is Default, all at once)
     Case("group_idle_timeout_overrides_the_cluster_one", "group quick's idle worker to be removed",
          patch="raycluster-crd-drops-autoscaler-tuning"),
-    Case("upscaling_mode_paces_new_workers[Conservative]", "may have at most 5 pending workers",
+    Case("upscaling_mode_paces_new_workers[Conservative]", "first batch .* must be at most 5",
          patch="raycluster-crd-drops-autoscaler-tuning"),
     # the operator starts the autoscaler with AUTOSCALER_MAX_CONCURRENT_LAUNCHES=1: one launch in flight at most,
     # whatever upscalingMode says
