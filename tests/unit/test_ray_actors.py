@@ -31,6 +31,8 @@ def test_actor_handles_kept_while_the_driver_runs(wait):
     """Ray 2.46 fails a method called on a handle dropped before its actor exists ("Lost reference to actor")."""
     code = create_actors(["a", "b"], wait=wait)
     assert ".remote().where" not in code and "actors = [h.remote() for h in holders]" in code
+    asked = ask_actors(["a"])
+    assert ").where" not in asked and "actors = [ray.get_actor(n) for n in names]" in asked
 
 
 def test_placed_reads_each_actor():
