@@ -230,7 +230,7 @@ print('KILLED', {hosts})
 """
 
 
-@pytest.mark.feature("RayClusterMultiHost", "RayClusterAutoscalerV2")
+@pytest.mark.feature("RayClusterMultiHost", "RayClusterMultiHostAutoscaling", "RayClusterAutoscalerV2")
 @pytest.mark.samples(AUTOSCALER_SAMPLE)
 def test_autoscaler_adds_and_removes_whole_slices(ctx):
     """With Ray's autoscaler (v2) and a multi-host group of fake TPU hosts (numOfHosts 2, each host offering Ray

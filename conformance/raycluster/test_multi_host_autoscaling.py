@@ -16,7 +16,7 @@ VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1
             pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))]
 
 
-@pytest.mark.feature("RayClusterMultiHost")
+@pytest.mark.feature("RayClusterMultiHost", "RayClusterMultiHostAutoscaling")
 @pytest.mark.samples(AUTOSCALER_SAMPLE)
 @pytest.mark.parametrize("hosts", [1, 4])
 @pytest.mark.parametrize("version", VERSIONS)
