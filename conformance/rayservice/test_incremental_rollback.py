@@ -53,8 +53,10 @@ def test_changing_course_mid_upgrade_settles_on_the_last_spec(ctx, gateway, case
     pending cluster had traffic, going back reports RollbackInProgress=True. The RayService then settles on one
     RayCluster with all the traffic and no upgrade or rollback in progress: the original one for A (the new one
     deleted), the same new one for B (the rollback canceled, no third cluster), a fresh one for C (the abandoned one
-    deleted). Its HTTPRoute routes to that cluster's serve Service alone, every later answer is that spec's reply
-    from that cluster, and no request fails."""
+    deleted). Its HTTPRoute routes to that cluster's serve Service alone, every later request is answered with that
+    spec's reply from that cluster, and no request fails on the way, except, when the new head is lost, those it
+    was answering until the traffic is back on the original cluster (measured: a head lost with 75% of the traffic
+    fails requests whatever the operator does)."""
     sequence, stage, (step, interval, surge), crash = CASES[case]
     gateway_class = gateway()
     service, obj = deploy(ctx, incremental_service(ctx, gateway_class.class_name, step, interval, surge))
@@ -118,11 +120,16 @@ def test_changing_course_mid_upgrade_settles_on_the_last_spec(ctx, gateway, case
     later = load_generator_must_get_more_answers(gen, before_stats, 40, ctx.timeouts.medium, after="it settled")
     new_answers = {a: n - (before_stats or {}).get("answers", {}).get(a, 0) for a, n in later["answers"].items()}
     wrong = {a: n for a, n in new_answers.items() if n and a != f"{REPLY[last]} from {final}"}
-    assert not wrong, \
-        (f"once settled on {final} (spec {last}), every answer must be {REPLY[last]!r} from it; observed {wrong} "
-         f"among the next answers")
+    failed_since = later["failures"] - (before_stats or {}).get("failures", 0)
+    assert not wrong and not failed_since, \
+        (f"once settled on {final} (spec {last}), every request must be answered {REPLY[last]!r} from it; observed "
+         f"{wrong or 'no other answer'} and {failed_since} failed among the next requests: {summary(later)}")
 
-    # step 6: no request failed
+    # step 6: no request failed (with the new head lost, those it was answering fail until the traffic is back)
     stats = service.stop_traffic(gen)
-    assert stats["failures"] == 0, \
-        f"changing course mid-upgrade ({'->'.join(sequence)}, revert {stage}) must not fail requests: {summary(stats)}"
+    if crash:
+        ctx.measure("rollback.failed_while_the_new_head_was_lost", stats["failures"])
+    else:
+        assert stats["failures"] == 0, \
+            (f"changing course mid-upgrade ({'->'.join(sequence)}, revert {stage}) must not fail requests: "
+             f"{summary(stats)}")
