@@ -110,12 +110,11 @@ def test_changing_course_mid_upgrade_settles_on_the_last_spec(ctx, gateway, case
         ctx.raycluster(gone).must_be_gone(after=f"the RayService settled on {final}")
 
     # step 5: the HTTPRoute routes to the final cluster alone, and every later answer is its spec's
-    route, final_svc = f"{service.name}-httproute", f"{final}-serve-svc"
-    wait_until(lambda: client.CustomObjectsApi(ctx.k8s).get_namespaced_custom_object(
-        *GATEWAY_API, ctx.namespace, "httproutes", route),
-        lambda r: [name for name, _ in backends(r)] == [final_svc],
-        f"once settled, the HTTPRoute {route} to route to {final_svc} alone", ctx.timeouts.short,
-        render=lambda r: f"backends (Service, weight) {backends(r)}")
+    routes, route = client.CustomObjectsApi(ctx.k8s), f"{service.name}-httproute"
+    led_to = wait_until(lambda: [n for n, _ in backends(routes.get_namespaced_custom_object(
+        *GATEWAY_API, ctx.namespace, "httproutes", route))], lambda names: names == [f"{final}-serve-svc"],
+        f"once settled, the HTTPRoute {route} to route to {final}-serve-svc alone", ctx.timeouts.short)
+    ctx.measure("rollback.route_backends", led_to)
     before_stats = gen.stats()
     later = load_generator_must_get_more_answers(gen, before_stats, 40, ctx.timeouts.medium, after="it settled")
     new_answers = {a: n - (before_stats or {}).get("answers", {}).get(a, 0) for a, n in later["answers"].items()}
