@@ -250,7 +250,7 @@ CASES = [
          timeout_scale=0.5),
     # a replacement head Pod is created without the autoscaler sidecar: nothing scales after the head is replaced
     Case("autoscaling_continues_after_head_pod_replaced[v2]",
-         "must have the autoscaler sidecar too|after the head Pod was replaced",
+         "the new head Pod of RayCluster .* to run Ray's autoscaler|after the head Pod was replaced",
          patch="raycluster-new-head-without-autoscaler", timeout_scale=0.5),
     # an autoscaling cluster's deletion leaves its Redis storage as it is (the finalizer removed, no cleanup Job)
     Case("autoscaling_continues_after_head_pod_replaced[v2]", "DBSIZE is [1-9]",
