@@ -175,6 +175,25 @@ def test_the_section_counts_set_asserted_and_excluded(crd):
             "operatorKeys"]}
 
 
+def test_shard_sections_merge_into_the_section_of_the_whole_run(crd):
+    keys, exclusions = coverage.load_keys(), [coverage.Exclusion("*:tlsOptions", "needs cert-manager")]
+    one = ({("RayCluster", "spec", "suspend"), ("RayCluster", "spec", "headGroupSpec", "rayStartParams", "num-cpus")},
+           {"RayCluster:spec.suspend", "RayCluster:spec.nosuchfield"})
+    two = ({("RayCluster", "spec", "autoscalerOptions", "image"), ("RayCluster", "spec", "suspend")},
+           {"RayCluster:spec.autoscalerOptions.image", "RayCluster:spec.nosuchfield", "RayCluster:spec.other"})
+    shards = [coverage.section([crd], s, a, keys, exclusions) for s, a in (one, two)]
+    whole = coverage.section([crd], one[0] | two[0], one[1] | two[1], keys, exclusions)
+    merged = coverage.merged(shards)
+    assert merged["crds"][0]["asserted"] == whole["crds"][0]["asserted"] > shards[0]["crds"][0]["asserted"]
+    assert merged["crds"] == whole["crds"]
+    assert merged["unknownDeclarations"] == whole["unknownDeclarations"] == ["RayCluster:spec.nosuchfield",
+                                                                           "RayCluster:spec.other"]
+    unread = coverage.section("CRDs not readable: no cluster", set(), set(), keys, exclusions)
+    assert not coverage.merged([shards[0], unread])["crdsRead"]
+    assert "different CRDs" in coverage.merged([shards[0], coverage.section([], set(), set(), keys, exclusions)])[
+        "reason"]
+
+
 def test_the_exclusions_and_operator_keys_files_are_sound(fields):
     exclusions = coverage.load_exclusions()
     assert exclusions and all(e.reason for e in exclusions)
