@@ -237,4 +237,25 @@ CASES = [
     # intervalSeconds read as milliseconds: traffic moves a step on every pass, not every 5 s.
     Case("traffic_shifts_in_steps_without_failures[AggressiveGradual]", "traffic moved faster than every 5s",
          patch="rayservice-incremental-interval-in-milliseconds", timeout_scale=1.0),
+    # rayservice fields helper (spec.serveService, rayClusterConfig fields a RayService treats its own way)
+    # The operator ignores spec.serveService: the default serve Service, with the head's port, is made instead.
+    Case("custom_serve_service_keeps_its_name_type_and_metadata", r"Service greeter-front .*no such Service",
+         patch="rayservice-serve-service-ignored"),
+    Case("serve_port_and_service_type_come_from_the_rayservice", r"port serve is .*expected port 80",
+         patch="rayservice-serve-service-ignored"),
+    # KubeRay v1.7.0 whose cluster hash keeps rayClusterConfig.suspend: a change after the cluster exists makes a
+    # new RayCluster
+    Case("cluster_suspend_is_set_only_at_creation", "must not start an upgrade", profile="kuberay-v1.7.0", local=True,
+         tree_patch="v1.7.0/rayservice-cluster-suspend-in-hash"),
+    # The RayCluster controller lets a RayService's cluster take an upgradeStrategy (only a RayJob's is refused).
+    Case("cluster_upgrade_strategy_is_refused_for_a_rayservice", "a Warning event about upgradeStrategy",
+         patch="rayservice-cluster-upgrade-strategy-accepted"),
+    # The RayService validation no longer refuses Kubernetes token authentication ...
+    Case("cluster_config_refused_for_a_rayservice[k8s-token-auth]", "Ready=False/ValidationFailed",
+         patch="rayservice-k8s-token-auth-accepted"),
+    # ... or checks the cluster config against the RayService's own annotations (the RayCluster's check, on the
+    # copied annotations, is left)
+    *(Case(f"cluster_config_refused_for_a_rayservice[{case}]", "Ready=False/ValidationFailed",
+           patch="rayservice-annotations-not-validated")
+      for case in ("ft-annotation-with-ft-options", "storage-namespace-annotation-with-ft-options")),
 ]
