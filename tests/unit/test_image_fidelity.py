@@ -76,11 +76,12 @@ def test_not_honored_lists_what_the_bed_cannot_give():
                                           "capabilities": {"add": ["SYS_RESOURCE", "SYS_PTRACE"]},
                                           "seccompProfile": {"type": "RuntimeDefault"}},
          "resources": {"limits": {"memory": "1Gi"}}, "livenessProbe": {"grpc": {"port": 1}},
-         "ports": [{"containerPort": 80, "hostPort": 8080}]}
+         "ports": [{"containerPort": 80, "hostPort": 8080}], "restartPolicy": "Never",
+         "restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]}
     out = " | ".join(security.not_honored(_pod([c], shareProcessNamespace=True),
                                           set(security.CAPS) - {"SYS_RESOURCE"}))
     for want in ("readOnlyRootFilesystem", "SYS_RESOURCE", "seccompProfile RuntimeDefault", "limits memory",
-                 "livenessProbe.grpc", "hostPort 8080", "shareProcessNamespace"):
+                 "livenessProbe.grpc", "hostPort 8080", "shareProcessNamespace", "restartPolicyRules"):
         assert want in out
     assert "SYS_PTRACE" not in out  # honored
     assert security.not_honored(_pod([{"name": "c", "image": "busybox"}]), set(security.CAPS)) == []

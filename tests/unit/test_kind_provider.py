@@ -445,3 +445,25 @@ def test_an_image_loaded_at_bring_up_is_not_loaded_again(tmp_path):
     loads = [c for c in r.lines() if c.startswith("kind load")]
     assert loads[-1] == "kind load docker-image --name rayconformance-cpu rayproject/ray:2.60.0"
     assert sum(operator in c for c in loads) == 1
+
+
+def test_kill_container_stops_it_without_grace_in_its_node(tmp_path):
+    from kubernetes.client import (V1ContainerState, V1ContainerStateRunning, V1ContainerStatus, V1ObjectMeta,
+                                   V1Pod, V1PodSpec, V1PodStatus)
+
+    def pod(running: bool):
+        state = V1ContainerState(running=V1ContainerStateRunning() if running else None)
+        status = V1ContainerStatus(name="ray-job-submitter", container_id="containerd://abc123", state=state,
+                                   image="i", image_id="i", ready=running, restart_count=0)
+        return V1Pod(metadata=V1ObjectMeta(name="head"), spec=V1PodSpec(containers=[], node_name="rc-worker"),
+                     status=V1PodStatus(container_statuses=[status]))
+
+    r = Runner()
+    p, _ = provider("kind-cpu", tmp_path, r)
+    assert p.supports("kill_container")
+    p.kill_container(pod(True), "ray-job-submitter")
+    assert r.lines()[-1] == "docker exec rc-worker crictl stop --timeout 0 abc123"
+    with pytest.raises(ProviderError, match="container ray-job-submitter of Pod head is not running"):
+        p.kill_container(pod(False), "ray-job-submitter")
+    with pytest.raises(ProviderError, match="container other of Pod head is not running"):
+        p.kill_container(pod(True), "other")

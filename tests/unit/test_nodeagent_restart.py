@@ -24,6 +24,18 @@ def test_restart_policy(kind, policy, code, expected):
     assert restart.should_restart(kind, policy, code) is expected
 
 
+@pytest.mark.parametrize("kind, pod_policy, own, code, expected", [
+    ("app", "Never", "OnFailure", 137, True),
+    ("app", "Never", "OnFailure", 0, False),
+    ("app", "Never", "Always", 0, True),
+    ("app", "Always", "Never", 1, False),
+    ("app", "OnFailure", None, 1, True),
+    ("init", "Never", "OnFailure", 1, False),  # an init container's own policy makes it a sidecar only if Always
+])
+def test_an_app_container_restart_policy_of_its_own_wins(kind, pod_policy, own, code, expected):
+    assert restart.should_restart(kind, pod_policy, code, own) is expected
+
+
 def test_crash_backoff_doubles_up_to_the_cap():
     backoff, delays, now = 0.0, [], 1000.0
     for _ in range(8):

@@ -100,6 +100,19 @@ def test_phase_rules():
     assert status.compute_phase("Always", [], [_c("app", ok)], pod_terminal=True) == "Succeeded"
 
 
+def test_a_container_restart_policy_of_its_own_keeps_a_never_pod_running():
+    """Container restart rules (Kubernetes 1.35+): a container with restartPolicy OnFailure in a Pod with
+    restartPolicy Never is restarted on a non-zero exit, and while it waits to run again the Pod stays Running."""
+    run, ok, bad = status.running(0), status.terminated(0, None, 0, 1, ""), status.terminated(137, None, 0, 1, "")
+    own = {"x": "OnFailure"}
+    assert status.compute_phase("Never", [], [_c("app", status.waiting("ContainerCreating"), bad)],
+                                own_policies=own) == "Running"
+    assert status.compute_phase("Never", [], [_c("app", bad)], own_policies={"other": "OnFailure"}) == "Failed"
+    assert status.compute_phase("Never", [], [_c("app", ok)], own_policies=own) == "Succeeded"
+    assert status.compute_phase("Always", [], [_c("app", bad)], own_policies={"x": "Never"}) == "Failed"
+    assert status.compute_phase("Never", [], [_c("app", run), _c("app", bad)], own_policies=own) == "Running"
+
+
 def test_conditions_keep_transition_time():
     c = status.Conditions()
     c.set("Ready", False, 100.0, "ContainersNotReady")

@@ -23,7 +23,8 @@ def test_unknown_provider_is_one_line():
 def test_capabilities_are_what_a_provider_overrides(tmp_path):
     local = providers.make_provider("local", None, tmp_path)
     existing = providers.make_provider("existing", None, tmp_path)
-    assert {c for c in CAPABILITIES if local.supports(c)} == {"load_images", "cut_pod_network", "gpu_nodes"}
+    assert {c for c in CAPABILITIES if local.supports(c)} == {"load_images", "cut_pod_network", "kill_container",
+                                                              "gpu_nodes"}
     assert not any(existing.supports(c) for c in CAPABILITIES)
     with pytest.raises(Unsupported, match="provider existing cannot cut a running Pod's network"):
         existing.require("cut_pod_network")

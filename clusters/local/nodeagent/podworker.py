@@ -87,6 +87,12 @@ class PodWorker(ContainerRuntime, Termination, ProberManager, StatusManager):
     def policy(self) -> str:
         return self.pod["spec"].get("restartPolicy") or "Always"
 
+    @property
+    def own_policies(self) -> dict[str, str]:
+        """The app containers that set a restartPolicy of their own (container restart rules), by name."""
+        return {c["name"]: c["restartPolicy"] for c in self.pod["spec"].get("containers") or []
+                if c.get("restartPolicy")}
+
     def event(self, etype: str, reason: str, message: str, fieldpath: str | None = None) -> None:
         self.agent.event(self.pod, self.node.name, etype, reason, message, fieldpath)
 
@@ -190,7 +196,7 @@ class PodWorker(ContainerRuntime, Termination, ProberManager, StatusManager):
         self._run_containers(now)
         self._apply_probe_kills()
         self._update_readiness()
-        phase = compute_phase(self.policy, self.inits, self.apps)
+        phase = compute_phase(self.policy, self.inits, self.apps, own_policies=self.own_policies)
         if phase in TERMINAL:
             self.completing = True  # no more restarts (sidecars included)
             running_left = [c for c in self.ctrs.values() if c.proc and c.proc.alive()]

@@ -12,12 +12,15 @@ RETRY = 2.0  # a failed step (sandbox, mount, image pull, config, status patch) 
 RESYNC = 10.0  # a Pod worker reconciles at least this often
 
 
-def should_restart(kind: str, policy: str, exit_code: int) -> bool:
-    """Whether a container of this kind (init, sidecar, app) runs again under the Pod's restartPolicy."""
+def should_restart(kind: str, policy: str, exit_code: int, own_policy: str | None = None) -> bool:
+    """Whether a container of this kind (init, sidecar, app) runs again under the Pod's restartPolicy, or for an
+    app container under its own `restartPolicy` when it sets one (Kubernetes' container restart rules, beta and on
+    from 1.35: only `restartPolicy` itself, not `restartPolicyRules`)."""
     if kind == "sidecar":
         return True
     if kind == "init":
         return policy != "Never" and exit_code != 0
+    policy = own_policy or policy
     return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
 
 

@@ -206,7 +206,7 @@ class ContainerRuntime:
             c.proc = None
             ending = self.pod["metadata"].get("deletionTimestamp") or self.stopping or self.completing or \
                 self.phase in TERMINAL
-            if not ending and should_restart(c.kind, self.policy, code):
+            if not ending and should_restart(c.kind, self.policy, code, spec.get("restartPolicy")):
                 c.last_state = term
                 delay, c.backoff = crash_backoff(c.backoff, proc.started_at, now)
                 c.next_start = now + delay

@@ -124,6 +124,8 @@ def not_honored(pod: dict, have: set[str] | None = None) -> list[str]:
             for p in ("livenessProbe", "readinessProbe", "startupProbe"):
                 if "grpc" in (c.get(p) or {}):
                     out.append(f"{where}.{p}.grpc (gRPC probes always fail)")
+            if c.get("restartPolicyRules"):
+                out.append(f"{where}.restartPolicyRules (only the container's own restartPolicy is honored)")
             for port in c.get("ports") or []:
                 if port.get("hostPort"):
                     out.append(f"{where}.ports hostPort {port['hostPort']} (no host port mapping)")

@@ -5,6 +5,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from .containers import Proc
+from .restart import should_restart
 
 TERMINAL = ("Succeeded", "Failed")
 
@@ -107,8 +108,10 @@ def init_done(inits: list[CState]) -> bool:
     return True
 
 
-def compute_phase(policy: str, inits: list[CState], apps: list[CState], pod_terminal: bool = False) -> str:
-    """Pod phase from container states (the kubelet's rules)."""
+def compute_phase(policy: str, inits: list[CState], apps: list[CState], pod_terminal: bool = False,
+                  own_policies: dict[str, str] | None = None) -> str:
+    """Pod phase from container states (the kubelet's rules); `own_policies`: the app containers that set their
+    own restartPolicy, by name (a stopped container that will run again keeps the Pod Running)."""
     failed_init = pending_init = 0
     for c in inits:
         if c.kind == "sidecar":
@@ -126,20 +129,18 @@ def compute_phase(policy: str, inits: list[CState], apps: list[CState], pod_term
                 pending_init += 1
     if failed_init and policy == "Never":
         return "Failed"
-    run = wait = stopped = succeeded = 0
+    run = wait = stopped = succeeded = restarting = 0
     for c in apps:
         if c.is_running:
             run += 1
-        elif c.is_terminated:
-            stopped += 1
-            if c.exit_code == 0:
-                succeeded += 1
-        elif c.last_state.get("terminated"):
-            stopped += 1
-            if c.last_state["terminated"]["exitCode"] == 0:
-                succeeded += 1
-        else:
+            continue
+        ended = c.state.get("terminated") or c.last_state.get("terminated")
+        if not ended:
             wait += 1
+            continue
+        stopped += 1
+        succeeded += ended["exitCode"] == 0
+        restarting += should_restart("app", policy, ended["exitCode"], (own_policies or {}).get(c.name))
     if pod_terminal:  # deleted or deadline exceeded: every container has been stopped
         return "Succeeded" if apps and succeeded == len(apps) and not failed_init else "Failed"
     if pending_init or failed_init:
@@ -149,13 +150,9 @@ def compute_phase(policy: str, inits: list[CState], apps: list[CState], pod_term
     if run:
         return "Running"
     if stopped:
-        if policy == "Always":
+        if restarting:
             return "Running"
-        if stopped == succeeded:
-            return "Succeeded"
-        if policy == "Never":
-            return "Failed"
-        return "Running"
+        return "Succeeded" if stopped == succeeded else "Failed"
     return "Pending"
 
 
