@@ -1,11 +1,15 @@
 """RayCluster fields that act differently in a RayService's rayClusterConfig than on a user's RayCluster, and the
 ray.io annotations read on the RayService itself: suspend (put on the RayCluster at its creation only),
 upgradeStrategy (refused: the RayService upgrades its clusters itself), authOptions.enableK8sTokenAuth and the
-GCS fault-tolerance annotations (checked against the RayService's cluster config)."""
+GCS fault-tolerance annotations (checked against the RayService's cluster config), and authOptions.secretName (the
+token a RayService's clusters share)."""
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
+from rayconformance.fixtures.expect import service_fields
 from rayconformance.fixtures.expect.conditions import condition, has_condition
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, describe_rayservice
 from rayconformance.fixtures.expect.rayservice_history import no_raycluster_must_be_created
@@ -121,3 +125,36 @@ def test_cluster_config_refused_for_a_rayservice(ctx, case, annotations, config,
     service.events_must_include([("Warning", "InvalidRayServiceSpec", None)])
     service.must_have_created_nothing(what=f"a RayService refused for {case}")
 
+
+
+@pytest.mark.feature("RayServiceTokenAuthSecret")
+@pytest.mark.samples("rayservice-greeter", "rayservice-token-auth")
+@pytest.mark.covers("RayService:spec.rayClusterConfig.authOptions.secretName")
+def test_rayservice_serves_with_the_token_of_its_secret(ctx):
+    """A RayService with token authentication whose rayClusterConfig names a Secret of the user's
+    (authOptions.secretName) runs its RayCluster on that Secret's token: the operator deploys the Serve application
+    with it (the RayService becomes Ready and answers), Ray's dashboard refuses requests without a token or with
+    another one and answers those with the user's, and the operator makes no token Secret of its own."""
+    token = uuid.uuid4().hex
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "greeter-token"},
+              "stringData": {"auth_token": token}}
+    app = [d for d in ctx.samples("rayservice-greeter") if d["kind"] == "ConfigMap"]
+    body = ctx.sample("rayservice-token-auth")
+    body["spec"]["rayClusterConfig"]["authOptions"]["secretName"] = "greeter-token"
+    ctx.create([secret, *app, body])
+    service = ctx.rayservice(body["metadata"]["name"])
+
+    # step 1: Ready and answering: the operator deployed the application with the user's token
+    active, _ = active_and_pending_clusters(service.must_be_ready())
+    service.serve_service_must_answer(body=f"v1 from {active}")
+
+    # step 2: Ray's dashboard takes the user's token and no other
+    cluster = ctx.raycluster(active)
+    cluster.dashboard_must_refuse(what="a request without the token")
+    cluster.dashboard_must_refuse(token=f"not-{token}", what="a request with another token")
+    service_fields.dashboard_must_accept_token(ctx.k8s, ctx.namespace, cluster.head_service_name(), token,
+                                               ctx.timeouts.state, whose="Secret greeter-token")
+
+    # step 3: the operator made no token Secret of its own for the cluster
+    service_fields.secret_must_not_exist(ctx.k8s, ctx.namespace, active,
+                                         why="authOptions.secretName names the Secret holding the token")

@@ -179,6 +179,16 @@ CASES = [
     # KubeRay v1.7.0 patched: the status-check failures are never timed (the job stays Running)
     Case("unreachable_job_ends_with_status_check_timeout", "JobStatusCheckTimeoutExceeded", profile="kuberay-v1.7.0",
          local=True, tree_patch="v1.7.0/rayjob-no-status-check-timeout", timeout_scale=0.5),
+    # KubeRay v1.7.0 with SidecarSubmitterRestart (profile kuberay-v1.7.0-sidecar-restart; the local provider kills
+    # the container): the gate switched off, a killed submitter container is not restarted and the RayJob fails
+    *(Case(test, "to run again in the same head Pod", profile="kuberay-v1.7.0-sidecar-restart", local=True,
+           gates={"SidecarSubmitterRestart": False})
+      for test in ("killed_submitter_container_restarts_and_follows_the_same_job",
+                   "backoff_limit_bounds_submitter_restarts")),
+    # submitterConfig.backoffLimit not read (always 2): one restart of a limit of 1 does not fail the RayJob
+    Case("backoff_limit_bounds_submitter_restarts", "reason=SubmissionFailed once its submitter container",
+         profile="kuberay-v1.7.0-sidecar-restart", local=True,
+         tree_patch="v1.7.0/rayjob-sidecar-restart-limit-ignored"),
     # modes helper
     # (the HTTPMode and SidecarMode runs of the behaviors parametrized over submission modes)
     # entrypointResources dropped from the submission (the Jobs API request, the submitter's command): the
