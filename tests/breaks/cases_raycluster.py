@@ -255,6 +255,29 @@ CASES = [
     # an autoscaling cluster's deletion leaves its Redis storage as it is (the finalizer removed, no cleanup Job)
     Case("autoscaling_continues_after_head_pod_replaced[v2]", "DBSIZE is [1-9]",
          patch="raycluster-autoscaling-cluster-redis-not-cleaned", timeout_scale=0.5),
+    # raycluster-options helper (autoscaler sidecar, annotations, v1.7.0 alpha blocks)
+    # autoscalerOptions beyond the version are not merged into the sidecar (no env, mounts, securityContext, image...)
+    Case("autoscaler_sidecar_takes_its_options", "to run Ray's autoscaler in a container carrying",
+         patch="raycluster-autoscaler-options-not-merged"),
+    Case("autoscaler_sidecar_runs_the_named_image", "to run Ray's autoscaler in a container carrying",
+         patch="raycluster-autoscaler-options-not-merged"),
+    # autoscalerOptions command and args ignored: the sidecar runs KubeRay's own command
+    Case("autoscaler_sidecar_runs_its_command_and_args", "to run Ray's autoscaler in a container carrying",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-autoscaler-command-args-ignored"),
+    # a worker group's own networkPolicy rules are ignored: every group gets the workers' rules
+    Case("network_policies_follow_the_spec", "lacks the spec's rule|which is not this group's",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-network-policy-group-rules-ignored"),
+    # the history collector is added to the head Pod only, not to the workers
+    Case("collector_beside_every_ray_container", "no container of image busybox",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-history-collector-on-head-only"),
+    # ray.io/overwrite-container-cmd ignored: the operator puts its own `ray start` after the container's command
+    Case("annotations_own_command_and_serve_service", "must run the template's command and args as given",
+         patch="raycluster-own-command-replaced"),
+    # ray.io/enable-serve-service ignored: no serve Service for the annotated cluster
+    Case("annotations_own_command_and_serve_service", "a serve Service owned by RayCluster",
+         patch="raycluster-serve-service-not-created"),
+    # ray.io/disable-provisioned-head-restart ignored: a provisioned cluster's lost head is recreated
+    Case("no_new_head_once_provisioned", "no new head Pod", patch="raycluster-provisioned-head-restarted"),
     # samples helper
     # KubeRay's own samples under an operator that does not report a Pod creation refused by a quota as
     # ReplicaFailure: each fails at its last step
