@@ -1,11 +1,15 @@
 """The ray.io/* annotations of a RayCluster the operator reads: its own command left to the Ray container
-(ray.io/overwrite-container-cmd), a serve Service for the cluster (ray.io/enable-serve-service), and no new head once
-the cluster was provisioned (ray.io/disable-provisioned-head-restart)."""
+(ray.io/overwrite-container-cmd), a serve Service for the cluster (ray.io/enable-serve-service), no new head once
+the cluster was provisioned (ray.io/disable-provisioned-head-restart), and how long a stuck Redis cleanup holds a
+deleted cluster (ray.io/gcs-ft-deletion-timeout)."""
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from rayconformance.fixtures import ray
+from rayconformance.fixtures.expect.quotas import resource_quota_must_be_in_force
 from rayconformance.fixtures.expect.raycluster_sidecars import container_log_must_show
 from rayconformance.fixtures.expect.workloads import describe_pods
 from rayconformance.fixtures.waiting import must_keep, wait_until
@@ -28,6 +32,11 @@ serve.run(hello.bind(), route_prefix='/')
 print('DEPLOYED')
 """
 NO_HEAD_WINDOW_S = 30  # how long a provisioned head-restart-disabled cluster is watched for a new head
+DELETION_TIMEOUT = "ray.io/gcs-ft-deletion-timeout"
+FT_DELETION_TIMEOUT_S = 30
+HELD_MARGIN_S = 8  # the hold is watched until this long before the timeout (the delete and the watch start apart)
+GONE_SLACK_S = 60  # after the timeout, for the operator's next reconcile and the deletion itself
+NO_PODS = "no-pods"
 
 
 def serving_services(ctx, cluster: str) -> list:
@@ -96,3 +105,42 @@ def test_no_new_head_once_provisioned(ctx):
     must_keep(heads, lambda hs: not hs, f"no new head Pod for RayCluster {cluster.name} ({NO_RESTART} true) after "
               f"its head {head.metadata.name} was deleted", NO_HEAD_WINDOW_S, render=describe_pods)
     assert cluster.get() is not None, f"RayCluster {cluster.name} must stay when its head Pod is gone"
+
+
+@pytest.mark.feature("RayClusterGCSFTDeletionTimeout")
+@pytest.mark.samples("raycluster-gcs-ft")
+@pytest.mark.covers(f"RayCluster:metadata.annotations[{DELETION_TIMEOUT}]")
+def test_stuck_redis_cleanup_gives_up_after_the_deletion_timeout(ctx, redis):
+    """A RayCluster with GCS fault tolerance annotated ray.io/gcs-ft-deletion-timeout "30", deleted while its Redis
+    cleanup cannot run (a ResourceQuota admits no Pod, so the cleanup Job gets none), is kept by its cleanup
+    finalizer for those 30 s and then goes without the cleanup having completed: well before the 5 minutes it would
+    be kept without the annotation (KubeRay 1.7)."""
+    body = ctx.sample("raycluster-gcs-ft")
+    body["metadata"]["annotations"] = {DELETION_TIMEOUT: str(FT_DELETION_TIMEOUT_S)}
+    group = body["spec"]["workerGroupSpecs"][0]
+    group["replicas"] = group["minReplicas"] = 0  # the head alone: the cleanup is what is looked at
+    cluster = ctx.create_raycluster(body)
+    cluster.must_be_provisioned()
+
+    ctx.core.create_namespaced_resource_quota(ctx.namespace, {"metadata": {"name": NO_PODS},
+                                                              "spec": {"hard": {"pods": "0"}}})
+    try:
+        resource_quota_must_be_in_force(ctx.k8s, ctx.namespace, NO_PODS, {"pods": "0"}, ctx.timeouts.short)
+        cluster.delete()
+        start = time.monotonic()
+        must_keep(cluster.get, lambda o: o is not None,
+                  f"RayCluster {cluster.name} to be kept by its Redis cleanup finalizer while the cleanup cannot run "
+                  f"({DELETION_TIMEOUT}={FT_DELETION_TIMEOUT_S})", FT_DELETION_TIMEOUT_S - HELD_MARGIN_S,
+                  render=lambda o: "gone")
+        wait_until(cluster.get, lambda o: o is None,
+                   f"RayCluster {cluster.name} to be gone once {DELETION_TIMEOUT}={FT_DELETION_TIMEOUT_S} s have "
+                   f"passed (KubeRay's default without it: 300 s)", FT_DELETION_TIMEOUT_S + GONE_SLACK_S,
+                   render=lambda o: f"still there, finalizers {o['metadata'].get('finalizers')}")
+        elapsed = time.monotonic() - start
+        done = [j.metadata.name for j in ctx.batch.list_namespaced_job(ctx.namespace).items
+                if any(c.type == "Complete" and c.status == "True" for c in j.status.conditions or [])]
+        assert not done, \
+            (f"RayCluster {cluster.name} must have gone by its deletion timeout, not by a cleanup that completed; "
+             f"completed Jobs: {done} (gone {elapsed:.0f}s after the delete)")
+    finally:
+        ctx.core.delete_namespaced_resource_quota(NO_PODS, ctx.namespace)

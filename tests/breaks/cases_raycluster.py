@@ -278,6 +278,14 @@ CASES = [
          patch="raycluster-serve-service-not-created"),
     # ray.io/disable-provisioned-head-restart ignored: a provisioned cluster's lost head is recreated
     Case("no_new_head_once_provisioned", "no new head Pod", patch="raycluster-provisioned-head-restarted"),
+    # ray.io/gcs-ft-deletion-timeout ignored: a stuck Redis cleanup holds the deleted cluster the default 5 minutes
+    Case("stuck_redis_cleanup_gives_up_after_the_deletion_timeout", "to be gone once",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-gcs-ft-deletion-timeout-ignored"),
+    # storage.deletionPolicy Retain ignored: the store's claim is owned by its cluster (and goes with it)
+    Case("retained_store_claim_carries_the_gcs_data_to_another_cluster", "must not own its store's claim",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-gcs-store-retain-ignored"),
+    # authOptions.secretName ignored: the operator makes and wires a token Secret of its own, the user's is refused
+    Case("token_comes_from_the_users_secret", "alive node", patch="raycluster-auth-secret-name-ignored"),
     # samples helper
     # KubeRay's own samples under an operator that does not report a Pod creation refused by a quota as
     # ReplicaFailure: each fails at its last step
