@@ -77,8 +77,8 @@ def submitter_must_be_restarted(ctx, job, head, container: str):
 
     return wait_until(get, restarted, f"submitter container {container} of RayJob {job.name}, killed while its job "
                       f"ran, to run again in the same head Pod {head.metadata.name} (restartCount >= 1)",
-                      ctx.timeouts.pods,
-                      render=lambda seen: f"{describe_container(seen[0], container)}; RayJob {describe_rayjob(seen[1])}")
+                      ctx.timeouts.pods, render=lambda seen: f"{describe_container(seen[0], container)}; "
+                                                             f"RayJob {describe_rayjob(seen[1])}")
 
 
 @pytest.mark.feature("RayJobSidecarSubmitterRestart")
