@@ -14,6 +14,9 @@ from .test_multi_host import AUTOSCALER_SAMPLE, DEMAND
 
 VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
             pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))]
+# the group's maxReplicas per numOfHosts, as KubeRay's e2e sets them: room for more slices than the demand needs, so
+# a slice per host (or any slice too many) would show
+MAX_REPLICAS = {1: 3, 4: 4}
 
 
 @pytest.mark.feature("RayClusterMultiHost", "RayClusterMultiHostAutoscaling")
@@ -22,14 +25,14 @@ VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1
 @pytest.mark.parametrize("version", VERSIONS)
 def test_slices_follow_demand_and_max_replicas(ctx, version, hosts):
     """With autoscaler v1 or v2 and a multi-host group of fake TPU hosts (numOfHosts 1 or 4, each host offering
-    Ray TPU 4 through rayStartParams, 0 to 1 replicas), demand for one slice's worth of TPU (one actor per host)
+    Ray TPU 4 through rayStartParams, 0 to 3 or 4 replicas), demand for one slice's worth of TPU (one actor per host)
     brings up exactly one whole slice, one actor on each host, by the autoscaler asked for; setting the group's
     maxReplicas to 0 while that demand lasts removes the whole slice (no Pod of the group left), and no Pod beyond
     the one slice is ever created."""
     body = ctx.sample(AUTOSCALER_SAMPLE)
     body["spec"]["autoscalerOptions"]["version"] = version
     group = body["spec"]["workerGroupSpecs"][0]
-    group["numOfHosts"] = hosts
+    group["numOfHosts"], group["maxReplicas"] = hosts, MAX_REPLICAS[hosts]
     name = group["groupName"]
     chips = json.loads(group["rayStartParams"]["resources"].strip("'"))["TPU"]
     cluster = ctx.raycluster(body["metadata"]["name"])

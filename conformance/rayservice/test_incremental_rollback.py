@@ -47,16 +47,16 @@ def spec_of(ctx, cluster: str) -> str:
 @pytest.mark.samples("rayservice-greeter", "loadgen")
 @pytest.mark.parametrize("case", list(CASES))
 def test_changing_course_mid_upgrade_settles_on_the_last_spec(ctx, gateway, case):
-    """During an incremental upgrade from spec A to spec B (a new cluster spec and a new reply), the spec is
-    changed again at a given stage of the traffic shift: back to A (before any traffic moved, early, late, or late
-    with the new cluster's head Pod lost), back to A then to B again, or back to A then to a third spec C. Once the
-    pending cluster had traffic, going back reports RollbackInProgress=True. The RayService then settles on one
-    RayCluster with all the traffic and no upgrade or rollback in progress: the original one for A (the new one
-    deleted), the same new one for B (the rollback canceled, no third cluster), a fresh one for C (the abandoned one
-    deleted). Its HTTPRoute routes to that cluster's serve Service alone, every later request is answered with that
-    spec's reply from that cluster, and no request fails on the way, except, when the new head is lost, those it
-    was answering until the traffic is back on the original cluster (measured: a head lost with 75% of the traffic
-    fails requests whatever the operator does)."""
+    """During an incremental upgrade from spec A to spec B (a new cluster spec and a new reply), reported as
+    UpgradeInProgress=True, the spec is changed again at a given stage of the traffic shift: back to A (before any
+    traffic moved, early, late, or late with the new cluster's head Pod lost), back to A then to B again, or back to
+    A then to a third spec C. Once the pending cluster had traffic, going back reports RollbackInProgress=True. The
+    RayService then settles on one RayCluster with all the traffic and no upgrade or rollback in progress: the
+    original one for A (the new one deleted), the same new one for B (the rollback canceled, no third cluster), a
+    fresh one for C (the abandoned one deleted). Its HTTPRoute routes to that cluster's serve Service alone, every
+    later request is answered with that spec's reply from that cluster, and no request fails on the way, except,
+    when the new head is lost, those it was answering until the traffic is back on the original cluster (measured: a
+    head lost with 75% of the traffic fails requests whatever the operator does)."""
     sequence, stage, (step, interval, surge), crash = CASES[case]
     gateway_class = gateway()
     service, obj = deploy(ctx, incremental_service(ctx, gateway_class.class_name, step, interval, surge))
@@ -67,8 +67,13 @@ def test_changing_course_mid_upgrade_settles_on_the_last_spec(ctx, gateway, case
     gen = service.start_traffic(url=gateway_class.url)
 
     with service.watch() as watch:
-        # step 1: spec B starts an upgrade; the pending cluster's traffic reaches the stage of the revert
+        # step 1: spec B starts an upgrade (UpgradeInProgress=True); the pending cluster's traffic reaches the stage
+        # of the revert
         service.trigger_upgrade("B", serve_config=with_reply(obj, REPLY["B"]))
+        upgrading = watch.first(lambda v: has_condition(v.obj, "UpgradeInProgress"), ctx.timeouts.short)
+        assert upgrading is not None, \
+            (f"changing the cluster spec to B must start an incremental upgrade reported as UpgradeInProgress=True; "
+             f"observed UpgradeInProgress {conditions_seen(watch.snapshot(), 'UpgradeInProgress')}")
         low, high = STAGES[stage]
         reached = service.pending_traffic_must_reach(low, high, gen)
         first_pending = active_and_pending_clusters(reached)[1]
