@@ -1,7 +1,7 @@
 """Changing course during an incremental upgrade (NewClusterWithIncrementalUpgrade) through a real Gateway, at each
-stage KubeRay v1.7.0's rollback matrix tries: the spec reverted before any traffic moved, early, late, late with
-the new cluster's head lost; reverted and then set to the new spec again (the rollback canceled); reverted and
-then set to a third spec. Wherever it starts, the RayService settles on one RayCluster running the spec asked for
+stage KubeRay v1.7.0's rollback matrix tries: the spec reverted before any traffic moved, early, in the middle,
+late, late with the new cluster's head lost; reverted and then set to the new spec again (the rollback canceled);
+reverted and then set to a third spec. Wherever it starts, the RayService settles on one RayCluster running the spec asked for
 last, with all the traffic, and no request fails on the way."""
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ STANDARD_FAST, STANDARD_SLOW, CONSERVATIVE, BLUE_GREEN = (25, 2, 50), (25, 10, 5
 STAGES = {"before-traffic": (0, 0), "early": (1, 30), "middle": (30, 70), "late": (70, 99)}
 # case -> (the specs in order after A, the stage of the revert, the options, the new head lost before the revert)
 CASES = {
+    "BasicRollback": ("ABA", "middle", STANDARD_FAST, False),
     "EarlyRollback": ("ABA", "early", STANDARD_FAST, False),
     "LateRollback": ("ABA", "late", STANDARD_SLOW, False),
     "FastRollback": ("ABA", "before-traffic", BLUE_GREEN, False),
@@ -49,14 +50,14 @@ def spec_of(ctx, cluster: str) -> str:
 def test_changing_course_mid_upgrade_settles_on_the_last_spec(ctx, gateway, case):
     """During an incremental upgrade from spec A to spec B (a new cluster spec and a new reply), reported as
     UpgradeInProgress=True, the spec is changed again at a given stage of the traffic shift: back to A (before any
-    traffic moved, early, late, or late with the new cluster's head Pod lost), back to A then to B again, or back to
-    A then to a third spec C. Once the pending cluster had traffic, going back reports RollbackInProgress=True. The
-    RayService then settles on one RayCluster with all the traffic and no upgrade or rollback in progress: the
-    original one for A (the new one deleted), the same new one for B (the rollback canceled, no third cluster), a
-    fresh one for C (the abandoned one deleted). Its HTTPRoute routes to that cluster's serve Service alone, every
-    later request is answered with that spec's reply from that cluster, and no request fails on the way, except,
-    when the new head is lost, those it was answering until the traffic is back on the original cluster (measured: a
-    head lost with 75% of the traffic fails requests whatever the operator does)."""
+    traffic moved, early, in the middle, late, or late with the new cluster's head Pod lost), back to A then to B
+    again, or back to A then to a third spec C. Once the pending cluster had traffic, going back reports
+    RollbackInProgress=True. The RayService then settles on one RayCluster with all the traffic and no upgrade or
+    rollback in progress: the original one for A (the new one deleted), the same new one for B (the rollback
+    canceled, no third cluster), a fresh one for C (the abandoned one deleted). Its HTTPRoute routes to that
+    cluster's serve Service alone, every later request is answered with that spec's reply from that cluster, and no
+    request fails on the way, except, when the new head is lost, those it was answering until the traffic is back on
+    the original cluster (measured: a head lost with 75% of the traffic fails requests whatever the operator does)."""
     sequence, stage, (step, interval, surge), crash = CASES[case]
     gateway_class = gateway()
     service, obj = deploy(ctx, incremental_service(ctx, gateway_class.class_name, step, interval, surge))

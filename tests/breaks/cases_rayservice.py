@@ -189,7 +189,8 @@ CASES = [
     # KubeRay v1.7.0 whose changed goal never starts a rollback (reconcileRollbackState returns at once)
     *(Case(f"changing_course_mid_upgrade_settles_on_the_last_spec[{case}]", "RollbackInProgress=True|must settle on",
            profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayservice-rollback-never-starts")
-      for case in ("EarlyRollback", "LateRollback", "FastRollback", "UnhealthyPendingCluster", "ThirdSpec")),
+      for case in ("BasicRollback", "EarlyRollback", "LateRollback", "FastRollback", "UnhealthyPendingCluster",
+                   "ThirdSpec")),
     # ... and whose rollback, once started, is never canceled by re-applying the pending cluster's spec
     Case("changing_course_mid_upgrade_settles_on_the_last_spec[CancelRollback]", "the same new RayCluster",
          profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayservice-rollback-never-canceled"),
