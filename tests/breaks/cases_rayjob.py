@@ -44,6 +44,8 @@ def delete_selected_cluster_when_job_finished(api: client.ApiClient, stop: threa
 
 
 
+JOB_FIELDS_IGNORED = "v1.7.0/rayjob-job-fields-ignored"
+
 CASES = [
     # lifecycle helper
     # a Ray job outliving its submitter's grace period reported as an application failure
@@ -233,4 +235,24 @@ CASES = [
     # the RayJob's cluster never reaches status.state ready
     Case("kuberay_interactive_rayjob_sample[ray-job.interactive-mode.yaml]", "status.state=ready",
          patch="raycluster-one-worker-too-many", timeout_scale=0.5),
+    # fields helper (conformance/rayjob/test_job_fields.py, test_cluster_spec_through_rayjob.py)
+    # KubeRay v1.7.0 patched to ignore the RayJob fields these tests assert: spec.metadata dropped from the
+    # submission (submitter and Jobs API client), the submitterPodTemplate's env dropped, onFailure read as
+    # onSuccess, the RayJob's own head Service always ClusterIP, the storage-namespace annotation not passed to the
+    # RayCluster, the RayJob's annotations not validated with its cluster spec, a changed rayClusterSpec applied
+    *(Case(f"job_metadata_and_head_env_reach_ray[{mode}]", "with the RayJob's spec.metadata",
+           profile="kuberay-v1.7.0", local=True, tree_patch=JOB_FIELDS_IGNORED) for mode in ("K8sJobMode", "HTTPMode")),
+    Case("submitter_runs_as_the_template_gives_it", "carry the env of the RayJob's submitterPodTemplate",
+         profile="kuberay-v1.7.0", local=True, tree_patch=JOB_FIELDS_IGNORED),
+    Case("legacy_on_failure_policy_applies_to_a_failed_job", "RayCluster itself kept|to remain",
+         profile="kuberay-v1.7.0", local=True, tree_patch=JOB_FIELDS_IGNORED),
+    Case("cluster_spec_shapes_both_head_services", "to be NodePort Services", profile="kuberay-v1.7.0", local=True,
+         tree_patch=JOB_FIELDS_IGNORED),
+    Case("annotations_make_the_jobs_cluster_fault_tolerant", "to carry its RayJob's annotations",
+         profile="kuberay-v1.7.0", local=True, tree_patch=JOB_FIELDS_IGNORED),
+    *(Case(f"annotation_beside_fault_tolerance_options_is_refused[{case}]", "jobDeploymentStatus=ValidationFailed",
+           profile="kuberay-v1.7.0", local=True, tree_patch=JOB_FIELDS_IGNORED)
+      for case in ("ft-enabled", "external-storage-namespace")),
+    Case("running_job_keeps_its_cluster_when_cluster_spec_changes", "to keep generation", profile="kuberay-v1.7.0",
+         local=True, tree_patch=JOB_FIELDS_IGNORED),
 ]
