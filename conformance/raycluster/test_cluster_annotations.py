@@ -49,7 +49,8 @@ def serving_services(ctx, cluster: str) -> list:
 
 @pytest.mark.feature("RayClusterOwnContainerCommand", "RayClusterServeService")
 @pytest.mark.samples(OWN)
-@pytest.mark.covers(f"RayCluster:metadata.annotations[{OVERWRITE}]", f"RayCluster:metadata.annotations[{SERVE}]")
+@pytest.mark.covers("RayCluster:metadata.annotations[ray.io/overwrite-container-cmd]",
+                    "RayCluster:metadata.annotations[ray.io/enable-serve-service]")
 def test_annotations_own_command_and_serve_service(ctx):
     """With ray.io/overwrite-container-cmd "true", the head's Ray container runs exactly the command and args of the
     template (the operator adds no `ray start` of its own): it prints its own line and the head comes up through
@@ -86,7 +87,7 @@ def test_annotations_own_command_and_serve_service(ctx):
 
 @pytest.mark.feature("RayClusterNoHeadRestartAfterProvisioning")
 @pytest.mark.samples(OWN)
-@pytest.mark.covers(f"RayCluster:metadata.annotations[{NO_RESTART}]")
+@pytest.mark.covers("RayCluster:metadata.annotations[ray.io/disable-provisioned-head-restart]")
 def test_no_new_head_once_provisioned(ctx):
     """A RayCluster annotated ray.io/disable-provisioned-head-restart "true" gets its head once: after it was
     provisioned, deleting the head Pod brings no new one (watched for 30 s), and the RayCluster stays."""
@@ -109,7 +110,7 @@ def test_no_new_head_once_provisioned(ctx):
 
 @pytest.mark.feature("RayClusterGCSFTDeletionTimeout")
 @pytest.mark.samples("raycluster-gcs-ft")
-@pytest.mark.covers(f"RayCluster:metadata.annotations[{DELETION_TIMEOUT}]")
+@pytest.mark.covers("RayCluster:metadata.annotations[ray.io/gcs-ft-deletion-timeout]")
 def test_stuck_redis_cleanup_gives_up_after_the_deletion_timeout(ctx, redis):
     """A RayCluster with GCS fault tolerance annotated ray.io/gcs-ft-deletion-timeout "30", deleted while its Redis
     cleanup cannot run (a ResourceQuota admits no Pod, so the cleanup Job gets none), is kept by its cleanup
