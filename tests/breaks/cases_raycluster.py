@@ -286,6 +286,35 @@ CASES = [
          profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-gcs-store-retain-ignored"),
     # authOptions.secretName ignored: the operator makes and wires a token Secret of its own, the user's is refused
     Case("token_comes_from_the_users_secret", "alive node", patch="raycluster-auth-secret-name-ignored"),
+    # head groups and head Service (run-fields-rc1)
+    # spec.headGroupSpec.serviceType ignored: the head Service takes the default type
+    Case("head_service_takes_the_users_type_name_annotations_and_ports", "must take spec.headGroupSpec.serviceType",
+         patch="raycluster-head-service-type-ignored"),
+    # the operator's option for a ClusterIP head Service: the default head Service is no longer headless
+    Case("default_head_service_is_headless_with_rays_ports", "must be headless",
+         env={"ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE": "true"}),
+    # the Ingress sends the dashboard to Ray's default port, not the head container's port named dashboard
+    Case("enable_ingress_routes_to_the_head_dashboard", "one Ingress owned by RayCluster .* routing as",
+         patch="raycluster-ingress-to-default-dashboard-port"),
+    # changed ingressOptions never reach the existing Ingress
+    Case("ingress_options_shape_the_rule_and_follow_changes", "ingressOptions changed on the running cluster",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-ingress-not-updated"),
+    # a group's resources field ignored: Ray's nodes offer what rayStartParams and the containers give
+    Case("group_resources_and_labels_reach_ray_and_pods", "the groups' resources and labels",
+         patch="raycluster-group-resources-ignored"),
+    # rayStartParams resources beside a group's resources, and labels in rayStartParams, pass validation
+    *(Case(f"start_params_beside_group_fields_are_refused[{p}]", "Warning event|must not get Pods",
+           patch="raycluster-group-start-params-unchecked")
+      for p in ("worker-memory-beside-resources", "head-labels-in-start-params", "worker-labels-in-start-params")),
+    # without the RayJobDeletionPolicy gate a suspended worker group is refused and keeps its Pods
+    Case("suspended_worker_group_loses_only_its_pods", "worker group other of RayCluster .* to have no Pod",
+         gates={"RayJobDeletionPolicy": False}),
+    # status.desiredCPU/desiredMemory count the head's requests alone
+    Case("worker_group_defaults_and_the_status_sums", "its requests .* added to the head's",
+         patch="raycluster-desired-resources-head-only"),
+    # the probes ignore rayVersion: a Ray 2.53+ cluster gets the older command probes
+    Case("operator_completes_ray_pods_from_group_settings", "probe for rayVersion",
+         patch="raycluster-probes-ignore-ray-version"),
     # samples helper
     # KubeRay's own samples under an operator that does not report a Pod creation refused by a quota as
     # ReplicaFailure: each fails at its last step
