@@ -30,9 +30,9 @@ def with_ingress(body: dict) -> dict:
 @pytest.mark.samples("raycluster-head-only")
 @pytest.mark.covers("RayCluster:spec.headGroupSpec.enableIngress")
 def test_enable_ingress_routes_to_the_head_dashboard(ctx):
-    """With enableIngress, the RayCluster gets one Ingress it owns as its controller (so it goes with the cluster), whose one rule sends its path
-    to the head Service on the head container's dashboard port, whose ingress class is the cluster's
-    kubernetes.io/ingress.class annotation, and which carries the cluster's other annotations."""
+    """With enableIngress, the RayCluster gets one Ingress it owns as its controller (so it goes with the cluster),
+    whose one rule sends its path to the head Service on the head container's dashboard port, whose ingress class
+    is the cluster's kubernetes.io/ingress.class annotation, and which carries the cluster's other annotations."""
     body = with_ingress(ctx.sample("raycluster-head-only"))
     cluster = ctx.create_raycluster(body)
     service = head_service_must_exist(ctx.k8s, ctx.namespace, cluster.name, ctx.timeouts.pods).metadata.name
@@ -65,7 +65,8 @@ def test_ingress_options_shape_the_rule_and_follow_changes(ctx):
     # step 1: the rule and TLS as the options say
     first = head_ingress_must_route(ctx.k8s, ctx.namespace, cluster.name, ctx.timeouts.state, service=service,
                                     port=DASHBOARD_PORT, host=options["host"], path=options["path"],
-                                    path_type=options["pathType"], tls=[(["ray.conformance.test"], "ray-dashboard-tls")],
+                                    path_type=options["pathType"],
+                                    tls=[(["ray.conformance.test"], "ray-dashboard-tls")],
                                     what="ingressOptions at creation")
 
     # step 2: changed options change the Ingress in place

@@ -34,11 +34,12 @@ def test_head_service_takes_the_users_type_name_annotations_and_ports(ctx):
     svc = head_service_must_exist(ctx.k8s, ctx.namespace, cluster.name, ctx.timeouts.state)
     custom = head["headService"]["metadata"]["name"]
     assert svc.metadata.name == custom, \
-        f"the head Service must take the name of spec.headGroupSpec.headService ({custom}); observed {describe_service(svc)}"
+        (f"the head Service must take the name of spec.headGroupSpec.headService ({custom}); observed "
+         f"{describe_service(svc)}")
     assert svc.spec.type == head["serviceType"], \
         (f"a headService without a type must take spec.headGroupSpec.serviceType {head['serviceType']}; observed "
          f"{describe_service(svc)}")
-    service_must_carry(svc, annotations={**{"rayconformance.io/own": "custom"}, **body["spec"]["headServiceAnnotations"]},
+    service_must_carry(svc, annotations={"rayconformance.io/own": "custom", **body["spec"]["headServiceAnnotations"]},
                        labels={"rayconformance.io/own": "custom"},
                        why="headService's own annotations and labels kept, headServiceAnnotations added over them")
     container_ports = {p["name"]: p["containerPort"] for p in head["template"]["spec"]["containers"][0]["ports"]}
@@ -71,9 +72,11 @@ def test_default_head_service_is_headless_with_rays_ports(ctx):
     assert svc.metadata.name == f"{cluster.name}-head-svc", \
         f"the default head Service is named {cluster.name}-head-svc; observed {describe_service(svc)}"
     assert svc.spec.type in (None, "ClusterIP") and svc.spec.cluster_ip == "None", \
-        f"without serviceType the head Service must be headless (ClusterIP, clusterIP None); observed {describe_service(svc)}"
+        (f"without serviceType the head Service must be headless (ClusterIP, clusterIP None); observed "
+         f"{describe_service(svc)}")
     assert svc.spec.publish_not_ready_addresses, \
-        f"the headless head Service must publish the head's address before it is ready; observed {describe_service(svc)}"
+        (f"the headless head Service must publish the head's address before it is ready; observed "
+         f"{describe_service(svc)}")
     service_must_have_ports(svc, DEFAULT_PORTS, why="no ports on the head container: Ray's default ports")
 
     cluster.ray_must_list_alive_nodes(1)

@@ -9,25 +9,31 @@ from rayconformance.fixtures.expect.head_service import head_service_must_exist
 from rayconformance.fixtures.expect.raycluster_nodes import ray_nodes_must_offer
 from rayconformance.fixtures.expect.raycluster_pod_wiring import (ray_container_env_must_hold,
                                                                   ray_container_ports_must_be,
-                                                                  ray_container_probes_must_be, shared_memory_must_be)
+                                                                  ray_container_probes_must_be, shared_memory_must_be,
+                                                                  user_container_parts_must_be_kept)
 from rayconformance.fixtures.expect.raycluster_pods import start_params_must_reach_ray_start
 
 GIB = 1024 ** 3
 AGENT_PORT, METRICS_PORT = 52365, 8080  # the operator's defaults for dashboard-agent-listen-port and metrics
+POST_START = "/tmp/conformance-post-start"  # what the head's postStart hook writes
 ENV_PRINTER = ("import os; print('ENV', os.environ.get('RAY_CLUSTER_NAME'), os.environ.get('RAY_CLUSTER_NAMESPACE'), "
-               "os.environ.get('CONFORMANCE_NOTE'))")
+               f"os.environ.get('CONFORMANCE_NOTE'), "
+               f"os.path.exists('{POST_START}') and open('{POST_START}').read().strip())")
 
 
 @pytest.mark.feature("RayClusterPodDefaults")
 @pytest.mark.samples("raycluster-pod-defaults")
 @pytest.mark.covers(
     "RayCluster:spec.rayVersion",
-    "RayCluster:spec.headGroupSpec.rayStartParams[port]", "RayCluster:spec.headGroupSpec.rayStartParams[dashboard-port]",
+    "RayCluster:spec.headGroupSpec.rayStartParams[port]",
+    "RayCluster:spec.headGroupSpec.rayStartParams[dashboard-port]",
     "RayCluster:spec.headGroupSpec.rayStartParams[dashboard-host]",
     "RayCluster:spec.headGroupSpec.rayStartParams[dashboard-agent-listen-port]",
     "RayCluster:spec.headGroupSpec.rayStartParams[metrics-export-port]",
     "RayCluster:spec.headGroupSpec.rayStartParams[memory]",
     "RayCluster:spec.headGroupSpec.rayStartParams[plasma-directory]",
+    "RayCluster:spec.headGroupSpec.rayStartParams[num-gpus]", "RayCluster:spec.headGroupSpec.rayStartParams[resources]",
+    "RayCluster:spec.headGroupSpec.rayStartParams[log-color]",
     "RayCluster:spec.workerGroupSpecs[].rayStartParams[address]",
     "RayCluster:spec.workerGroupSpecs[].rayStartParams[dashboard-agent-listen-port]",
     "RayCluster:spec.workerGroupSpecs[].rayStartParams[metrics-export-port]",
@@ -39,6 +45,10 @@ ENV_PRINTER = ("import os; print('ENV', os.environ.get('RAY_CLUSTER_NAME'), os.e
     "RayCluster:spec.headGroupSpec.template.spec.containers[].readinessProbe",
     "RayCluster:spec.headGroupSpec.template.spec.containers[].ports",
     "RayCluster:spec.headGroupSpec.template.spec.containers[].resources",
+    "RayCluster:spec.headGroupSpec.template.spec.containers[].startupProbe",
+    "RayCluster:spec.headGroupSpec.template.spec.containers[].lifecycle",
+    "RayCluster:spec.workerGroupSpecs[].template.spec.containers[].startupProbe",
+    "RayCluster:spec.workerGroupSpecs[].template.spec.containers[].lifecycle",
     "RayCluster:spec.workerGroupSpecs[].template.spec.containers[].env",
     "RayCluster:spec.workerGroupSpecs[].template.spec.containers[].livenessProbe",
     "RayCluster:spec.workerGroupSpecs[].template.spec.containers[].readinessProbe",
@@ -47,12 +57,13 @@ def test_operator_completes_ray_pods_from_group_settings(ctx):
     """The operator completes each Ray Pod from its group's settings and the cluster's rayVersion:
     - `ray start` gets the head's GCS port and dashboard port as given, the dashboard open beyond the Pod
       (dashboard-host 0.0.0.0), the metrics and dashboard agent ports (given, else 8080 and 52365), Ray memory as
-      given or else the container's memory limit, CPUs from the container's limit; a worker gets the head Service's
+      given or else the container's memory limit, CPUs from the container's limit, GPUs and custom resources as
+      given; a worker gets the head Service's
       address on the GCS port; log-color "false" is passed as such. Ray runs with all of it:
       the worker joins the moved GCS, the dashboard answers on its moved port, and each node offers those sizes.
     - each Ray container gets a liveness and a readiness probe on Ray's health, in the form its Ray version takes
       (one HTTP endpoint from Ray 2.53, a command before), on its own ports; a readiness probe the user wrote stays
-      theirs.
+      theirs, and so do their startup probes and lifecycle hooks (the head's postStart hook has run);
     - each Ray container keeps the user's env and gets RAY_CLUSTER_NAME and RAY_CLUSTER_NAMESPACE from the Pod,
       RAY_PORT and RAY_ADDRESS for the moved GCS (code run on the head sees the first two and the user's var);
     - a metrics port is added where the container names none; the object store gets a /dev/shm sized as the
@@ -69,7 +80,8 @@ def test_operator_completes_ray_pods_from_group_settings(ctx):
     fqdn_prefix = f"{service}.{ctx.namespace}.svc."
 
     # step 1: `ray start` on each Pod, the given options kept and the missing ones defaulted
-    start_params_must_reach_ray_start(head, {**head_params, "dashboard-host": "0.0.0.0",
+    given_head = {k: v for k, v in head_params.items() if k != "resources"}  # a JSON value: Ray's view checks it
+    start_params_must_reach_ray_start(head, {**given_head, "dashboard-host": "0.0.0.0",
                                              "metrics-export-port": str(METRICS_PORT),
                                              "dashboard-agent-listen-port": str(AGENT_PORT)}, group="head")
     start_params_must_reach_ray_start(worker, {**worker_params, "num-cpus": "1", "memory": str(GIB)},
@@ -84,14 +96,19 @@ def test_operator_completes_ray_pods_from_group_settings(ctx):
     # step 2: Ray runs with them: both nodes alive through the moved dashboard, each offering its sizes
     cluster.ray_must_list_alive_nodes(2)
     ray_nodes_must_offer(ctx.k8s, ctx.namespace, service, {
-        head: {"resources": {"CPU": 1, "memory": int(head_params["memory"])}},
+        head: {"resources": {"CPU": 1, "memory": int(head_params["memory"]), "GPU": 1, "head-slot": 2}},
         worker: {"resources": {"CPU": 1, "memory": GIB}},
-    }, ctx.timeouts.pods, why="head memory from rayStartParams; the worker's CPU and memory from its limits")
+    }, ctx.timeouts.pods, why="the head's memory, GPU and head-slot from rayStartParams; the worker's CPU and memory "
+                              "from its limits")
 
     # step 3: the probes, in the form of the cluster's Ray version
     ray_container_probes_must_be(head, ray_version=ctx.ray_version, ports=[AGENT_PORT, dashboard_port])
+    worker_container = worker_spec["template"]["spec"]["containers"][0]
     ray_container_probes_must_be(worker, ray_version=ctx.ray_version, ports=[worker_agent],
-                                 user_readiness=worker_spec["template"]["spec"]["containers"][0]["readinessProbe"])
+                                 user_readiness=worker_container["readinessProbe"])
+    head_container = head_spec["template"]["spec"]["containers"][0]
+    user_container_parts_must_be_kept(head, head_container, ("startupProbe", "lifecycle"))
+    user_container_parts_must_be_kept(worker, worker_container, ("startupProbe", "lifecycle"))
 
     # step 4: the env, the user's kept beside the operator's
     cluster_name = {"RAY_CLUSTER_NAME": "metadata.labels['ray.io/cluster']",
@@ -101,8 +118,10 @@ def test_operator_completes_ray_pods_from_group_settings(ctx):
     ray_container_env_must_hold(worker, {"CONFORMANCE_NOTE": "worker", "RAY_PORT": gcs_port,
                                          "RAY_ADDRESS": f"{address}:{gcs_port}"}, cluster_name)
     logs = cluster.ray_job_must_succeed(ENV_PRINTER)
-    expected = f"ENV {cluster.name} {ctx.namespace} head"
-    assert expected in logs, f"code run on the head must see {expected!r} in its environment; its output: {logs[-500:]!r}"
+    expected = f"ENV {cluster.name} {ctx.namespace} head started"
+    assert expected in logs, \
+        (f"code run on the head must see {expected!r}: the cluster's name and namespace, the user's env var, and the "
+         f"file the postStart hook wrote; its output: {logs[-500:]!r}")
 
     # step 5: the metrics port and the object store's shared memory
     head_ports = {p["name"]: p["containerPort"] for p in head_spec["template"]["spec"]["containers"][0]["ports"]}
