@@ -1,5 +1,5 @@
 """Fields of the head and worker groups as a whole: their Ray resources and node labels (`resources`, `labels`),
-what the operator refuses beside them in rayStartParams, a suspended worker group, and the defaults of a worker
+the rayStartParams the operator refuses (beside those fields, or in place of fault tolerance options), a suspended worker group, and the defaults of a worker
 group's replica bounds with the status counts and resource sums derived from the groups."""
 from __future__ import annotations
 
@@ -61,22 +61,27 @@ REFUSED = [
                  marks=pytest.mark.covers("RayCluster:spec.workerGroupSpecs[].labels",
                                           "RayCluster:spec.workerGroupSpecs[].rayStartParams[labels]"),
                  id="worker-labels-in-start-params"),
+    # a Redis user name in rayStartParams (it belongs to gcsFaultToleranceOptions), with or without fault tolerance
+    pytest.param(("headGroupSpec", "rayStartParams", "redis-username", "conformance"),
+                 "redis username in rayStartParams",
+                 marks=pytest.mark.covers("RayCluster:spec.headGroupSpec.rayStartParams[redis-username]"),
+                 id="head-redis-username"),
 ]
 
 
 @pytest.mark.feature("RayClusterGroupLabelsAndResources")
 @pytest.mark.samples("raycluster-group-fields")
 @pytest.mark.parametrize("setting,named", REFUSED)
-def test_start_params_beside_group_fields_are_refused(ctx, setting, named):
-    """A group that gives Ray resources both in its `resources` field and in rayStartParams, or node labels in
-    rayStartParams instead of its `labels` field, makes the RayCluster invalid: a Warning event with reason
-    InvalidRayClusterSpec says so, and no Pod is created."""
+def test_start_params_the_operator_refuses(ctx, setting, named):
+    """A group that gives Ray resources both in its `resources` field and in rayStartParams, node labels in
+    rayStartParams instead of its `labels` field, or a head that names a Redis user in rayStartParams makes the
+    RayCluster invalid: a Warning event with reason InvalidRayClusterSpec says so, and no Pod is created."""
     group, _, key, value = setting
     body = ctx.sample("raycluster-group-fields")
     spec = body["spec"][group] if group == "headGroupSpec" else body["spec"][group][0]
     spec["rayStartParams"][key] = value
     cluster = ctx.create_raycluster(body)
-    cluster.must_be_reported_invalid(named, about=f"rayStartParams {key} beside the group's fields in {group}")
+    cluster.must_be_reported_invalid(named, about=f"rayStartParams {key} in {group}")
 
 
 def with_second_group(body: dict, **fields) -> dict:

@@ -302,10 +302,11 @@ CASES = [
     # a group's resources field ignored: Ray's nodes offer what rayStartParams and the containers give
     Case("group_resources_and_labels_reach_ray_and_pods", "the groups' resources and labels",
          patch="raycluster-group-resources-ignored"),
-    # rayStartParams resources beside a group's resources, and labels in rayStartParams, pass validation
-    *(Case(f"start_params_beside_group_fields_are_refused[{p}]", "Warning event|must not get Pods",
-           patch="raycluster-group-start-params-unchecked")
-      for p in ("worker-memory-beside-resources", "head-labels-in-start-params", "worker-labels-in-start-params")),
+    # rayStartParams resources beside a group's resources, labels and redis-username in rayStartParams pass validation
+    *(Case(f"start_params_the_operator_refuses[{p}]", "Warning event|must not get Pods",
+           patch="raycluster-refused-start-params-unchecked")
+      for p in ("worker-memory-beside-resources", "head-labels-in-start-params", "worker-labels-in-start-params",
+                "head-redis-username")),
     # without the RayJobDeletionPolicy gate a suspended worker group is refused and keeps its Pods
     Case("suspended_worker_group_loses_only_its_pods", "worker group other of RayCluster .* to have no Pod",
          gates={"RayJobDeletionPolicy": False}),
