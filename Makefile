@@ -9,7 +9,7 @@ CONFORMANCE_ARGS ?=
 # newest earlier report (cores + 1 without one), at most one per 4 GiB of memory (fixtures/workers.py); JOBS=N sets it
 JOBS ?= auto
 
-.PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit verify-published setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
+.PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit verify-published release setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
 
 # kind runs where no Docker engine answers use the project's engine and the offline images (kind-images); where one
 # answers (a laptop, a CI runner) the public images are pulled and the kind CLI is built on first use, so nothing more
@@ -54,6 +54,12 @@ unit: venv
 # every run under reports/published/ verifies against the suite that made it (reports/README.md)
 verify-published: venv
 	$(PY) -m rayconformance verify --published
+
+# cut a suite release from a clean checkout: CHANGELOG.md's Unreleased notes become its section, pyproject.toml takes
+# the version, both committed and tagged vX.Y.Z (pushing is yours); e.g. make release VERSION=0.2.0
+VERSION ?=
+release: venv
+	$(PY) -m rayconformance release "$(VERSION)"
 
 setup: deps tools venv
 setup-base: deps tools-base

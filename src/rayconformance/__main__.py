@@ -1,13 +1,17 @@
 """The suite's commands besides the pytest run:
 
-    python -m rayconformance verify REPORT_DIR...          check submitted reports against this checkout (certify.py)
+    python -m rayconformance verify RUN...                 check submitted runs against this checkout (certify.py)
+    python -m rayconformance verify --gate RUN...          a gate's run: intact, nothing failed; claims not certified
     python -m rayconformance verify --published            check every run under reports/published/ (publish.py)
+    python -m rayconformance results RUN                   summarize a run (results.py)
     python -m rayconformance publish REPORT_DIR [--replace] copy a verified run to reports/published/<project>/<version>
-    python -m rayconformance merge SHARD_DIR... --out DIR  one report from a sharded run's reports (merge.py)
+    python -m rayconformance merge SHARD... --out DIR      one report from a sharded run's reports (merge.py)
     python -m rayconformance field-coverage REPORT         a report's field coverage per CRD (fixtures/fieldcov)
+    python -m rayconformance release X.Y.Z                 cut a suite release: changelog, version, tag (release.py)
 
-Exit 0 on success, 1 when a report does not verify, cannot be published, the shards cannot be merged or a report has
-no field coverage, 2 on bad usage."""
+A RUN (or SHARD) is a run directory (reports/<run-id>), its conformance-report.yaml or its archive
+(reports/<run-id>.tar.gz). Exit 0 on success, 1 when a report does not verify, cannot be published or summarized,
+the shards cannot be merged, a report has no field coverage or a release cannot be cut, 2 on bad usage."""
 from __future__ import annotations
 
 import argparse
@@ -18,15 +22,25 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rayconformance")
     sub = parser.add_subparsers(dest="command", required=True)
-    verify = sub.add_parser("verify", help="check reports/<run-id> directories against this suite")
-    verify.add_argument("run_dirs", nargs="*", type=Path, metavar="REPORT_DIR")
+    verify = sub.add_parser("verify", help="check runs (reports/<run-id>, or its .tar.gz archive) against this suite")
+    verify.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN")
     verify.add_argument("--published", action="store_true",
                         help="check every published run (reports/published/<project>/<version>)")
+    verify.add_argument("--gate", action="store_true",
+                        help="a gate's run (e.g. on kind, which offers no TPU): the report intact and made by this "
+                             "suite, no test failed (with a baseline: none regressed); the claims it could not "
+                             "certify are listed, not refused")
+    results = sub.add_parser("results", help="summarize a run: verdicts per level and feature, failures, field "
+                                             "coverage, where the diagnostics are")
+    results.add_argument("run", type=Path, metavar="RUN", help="a run directory, its report or its .tar.gz archive")
+    release = sub.add_parser("release", help="cut a suite release: CHANGELOG.md's Unreleased notes become its "
+                                             "section, pyproject.toml its version, committed and tagged vX.Y.Z")
+    release.add_argument("version", metavar="X.Y.Z")
     publish = sub.add_parser("publish", help="copy a verified run to reports/published/<project>/<version>")
     publish.add_argument("run_dir", type=Path, metavar="REPORT_DIR")
     publish.add_argument("--replace", action="store_true", help="replace a run already published for that version")
     merge = sub.add_parser("merge", help="one report from the reports of --shard K/N runs")
-    merge.add_argument("run_dirs", nargs="+", type=Path, metavar="SHARD_DIR")
+    merge.add_argument("run_dirs", nargs="+", type=Path, metavar="SHARD")
     merge.add_argument("--out", type=Path, required=True, metavar="DIR")
     coverage = sub.add_parser("field-coverage", help="print a report's field coverage: totals per CRD, then the "
                                                     "fields no test asserted")
@@ -38,30 +52,53 @@ def main(argv: list[str] | None = None) -> int:
         return run_merge(args.run_dirs, args.out)
     if args.command == "publish":
         return run_publish(args.run_dir, args.replace)
+    if args.command == "results":
+        return run_results(args.run)
+    if args.command == "release":
+        return run_release(args.version)
     if args.published == bool(args.run_dirs):
-        parser.error("verify: give REPORT_DIR... or --published (not both)")
+        parser.error("verify: give RUN... or --published (not both)")
     if args.published:
+        if args.gate:
+            parser.error("verify: --gate checks the runs given, not --published (published runs are certified)")
         return run_verify_published()
+    return 1 if sum(verify_one(run, args.gate) for run in args.run_dirs) else 0
 
-    from rayconformance.fixtures import certify
 
-    failed = 0
-    for run_dir in args.run_dirs:
-        problems = certify.verify(run_dir)
-        for p in problems:
-            print(f"{run_dir}: {p}")
-        if not problems:
-            print(f"{run_dir}: verified")
-        failed += bool(problems)
-    return 1 if failed else 0
+def verify_one(path: Path, gate: bool) -> bool:
+    """Print what `verify` finds of one run (each line prefixed by its path); True when it does not verify."""
+    from rayconformance.fixtures import archive, certify, release
+    from rayconformance.publish import read_report
+
+    try:
+        with archive.opened(path) as run_dir:
+            problems, notes = certify.verify(run_dir, claims=not gate), []
+            report = read_report(run_dir) or {}
+            if gate and not problems:
+                problems, notes = certify.gate_findings(report)
+    except archive.ArchiveError as e:
+        problems, report = [str(e)], {}
+    for line in problems + notes:
+        print(f"{path}: {line}")
+    if not problems:  # a run with problems is named by them alone, one line each
+        made = f"made with {release.describe(str(report.get('suiteVersion') or ''))}"
+        print(f"{path}: {'intact, nothing failed (a gate, not a certification)' if gate else 'verified'}; {made}")
+    return bool(problems)
 
 
 def run_verify_published() -> int:
     from rayconformance import publish
 
+    from rayconformance.fixtures import release
+
     runs, problems = publish.published_dirs(), publish.check_published()
     for p in problems:
         print(f"{publish.PUBLISHED.name}/{p}")
+    for run in runs:  # a run with a problem is named by its problems alone (one line each)
+        rel = run.relative_to(publish.PUBLISHED).as_posix()
+        if not any(p.startswith(f"{rel}: ") for p in problems):
+            version = str((publish.read_report(run) or {}).get("suiteVersion") or "")
+            print(f"{publish.PUBLISHED.name}/{rel}: verified; made with {release.describe(version)}")
     print(f"{len(runs)} published run(s) under {publish.PUBLISHED}: "
           + (f"{len(problems)} problem(s)" if problems else "all verified"))
     return 1 if problems else 0
@@ -87,7 +124,31 @@ def run_merge(run_dirs: list[Path], out: Path) -> int:
     except merge.MergeError as e:
         print(f"merge: {e}", file=sys.stderr)
         return 1
-    print(f"merged {len(run_dirs)} shard reports: {path}")
+    from rayconformance.fixtures import archive
+
+    print(f"merged {len(run_dirs)} shard reports: {path} (archive {archive.path_for(out)})")
+    return 0
+
+
+def run_results(run: Path) -> int:
+    from rayconformance import results
+
+    try:
+        print(results.text(run))
+    except results.ResultsError as e:
+        print(f"results: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_release(version: str) -> int:
+    from rayconformance.fixtures import release
+
+    try:
+        print(release.cut(version))
+    except release.ReleaseError as e:
+        print(f"release: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -5,9 +5,9 @@ tests or samples could not be checked later), and copies its report files under 
 version read from the report. `check_published()` verifies every published run as CI does
 (`make verify-published`, and a unit test in `make test`): the directory must be the one the report names, and the
 report must verify against the suite that made it, which is this checkout when the suite digests match and
-otherwise the commit its `suiteVersion` names (`<version>+g<commit>`), read from git: the files its digest scheme
-covers, the profiles, and that commit's feature list (which sorts the report's statistics) and certify.py (which
-says the digest scheme its runs record). Each problem is one line.
+otherwise the commit its `suiteVersion` names (`<version>+g<commit>`, or a release's tag `v<version>`: release.py),
+read from git: the files its digest scheme covers, the profiles, and that commit's feature list (which sorts the
+report's statistics) and certify.py (which says the digest scheme its runs record). Each problem is one line.
 """
 from __future__ import annotations
 
@@ -21,13 +21,12 @@ from pathlib import Path
 
 import yaml
 
-from rayconformance.fixtures import certify
+from rayconformance.fixtures import certify, release
 from rayconformance.fixtures.report import FILENAME
 
 PUBLISHED = certify.ROOT / "reports" / "published"
 FILES = (FILENAME, "report.html", "junit.xml")  # what a published run holds; the report is required
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,62}$")  # a project or version as one path component
-COMMIT = re.compile(r"\+g([0-9a-f]{7,40})$")
 
 
 class PublishError(ValueError):
@@ -131,16 +130,19 @@ def check_one(run_dir: Path, root: Path = certify.ROOT) -> list[str]:
 
 def against_commit(report: dict, run_dir: Path) -> list[str]:
     """The problems of the run against the suite of the commit its suiteVersion names (read from git)."""
-    m = COMMIT.search(str(report.get("suiteVersion") or ""))
-    if not m:
-        return [f"suiteVersion {report.get('suiteVersion')!r} names no suite commit to check the run against (the "
-                "suite ran outside a git checkout)"]
+    version = str(report.get("suiteVersion") or "")
+    commit = release.suite_commit(version)
+    if not commit:
+        why = ("its release tag is not in this clone (fetch the tags)" if release.VERSION.match(version)
+               else "the suite ran outside a git checkout")
+        return [f"suiteVersion {version!r} names no suite commit to check the run against ({why})"]
     with tempfile.TemporaryDirectory(prefix="rayconf-suite-") as tmp:
-        err = suite_at(m.group(1), Path(tmp), certify.SCHEMES.get(certify.scheme_of(report), ()))
+        err = suite_at(commit, Path(tmp), certify.SCHEMES.get(certify.scheme_of(report), ()))
         if err:
             return [err]
         problems = certify.verify(run_dir, Path(tmp))
-    return [p.replace("is not this suite's", f"is not suite commit {m.group(1)}'s") for p in problems]
+    name = f"release v{version}" if release.VERSION.match(version) else f"commit {commit}"
+    return [p.replace("is not this suite's", f"is not suite {name}'s") for p in problems]
 
 
 def suite_at(commit: str, dest: Path, parts=certify.SUITE_PARTS, repo: Path = certify.ROOT) -> str | None:

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import jsonschema
 import pytest
 
-from rayconformance.fixtures import features, profiles, report
+from rayconformance.fixtures import counting, features, profiles, report
 from rayconformance.fixtures.report import Record
 
 from .conftest import usage_error
@@ -26,10 +26,10 @@ def check_sample_report(data: dict) -> None:
     """What the report of SAMPLE_TESTS with --all-features and --skip-tests=autoscaler[v2] must say."""
     validate(data)
     rc, rj, rs = profile(data, "RayCluster"), profile(data, "RayJob"), profile(data, "RayService")
-    assert rc["core"] == {"result": "success", "statistics": {"passed": 1, "failed": 0, "skipped": 0},
-                          "failedTests": [], "failedFeatures": [], "skippedTests": []}
+    assert rc["core"] == {"result": "success", "statistics": {"passed": 1, "failed": 0, "skipped": 0, "unsupported": 0},
+                          "failedTests": [], "failedFeatures": [], "skippedTests": [], "unsupportedTests": []}
     assert rc["extended"]["result"] == "failure"
-    assert rc["extended"]["statistics"] == {"passed": 1, "failed": 1, "skipped": 1}
+    assert rc["extended"]["statistics"] == {"passed": 1, "failed": 1, "skipped": 1, "unsupported": 0}
     assert rc["extended"]["failedTests"] == ["suspend"] and rc["extended"]["skippedTests"] == ["autoscaler[v2]"]
     assert rc["extended"]["failedFeatures"] == ["RayClusterSuspend"]
     assert "RayClusterGPUWorkerGroups" in rc["extended"]["supportedFeatures"]
@@ -37,7 +37,8 @@ def check_sample_report(data: dict) -> None:
               if features.BY_NAME[f].profile == "RayCluster" and features.BY_NAME[f].level == "extended"}
     assert set(rc["extended"]["unsupportedFeatures"]) == lacked  # --all-features: all the release has
     assert rj["core"]["result"] == "success" and rj["extended"]["statistics"]["passed"] == 0
-    assert rs["core"]["result"] == "partial" and rs["summary"] == "Core: no tests ran. Extended: no tests ran."
+    assert rs["core"]["result"] == "untested" and rs["summary"] == \
+        "Core: no test of a claimed feature ran. Extended: no test of a claimed feature ran."
     tests = {t["name"]: t for t in data["tests"]}
     assert set(tests) == {"provisioning", "suspend", "job", "autoscaler[v1]", "autoscaler[v2]"}
     assert tests["provisioning"]["durationSeconds"] >= 0.05
@@ -49,6 +50,7 @@ def check_sample_report(data: dict) -> None:
     assert tests["provisioning"]["description"] == "A RayCluster comes up: head and workers Ready."
     assert "description" not in tests["suspend"]  # no docstring, no description
     assert tests["suspend"]["outcome"] == "failed" and tests["autoscaler[v2]"]["outcome"] == "skipped"
+    assert tests["suspend"]["message"] == "AssertionError: the cluster did not suspend\nassert False"
     assert tests["autoscaler[v2]"]["reason"] == "skipped by --skip-tests"
     assert data["cluster"]["name"] == "fake-cluster" and data["cluster"]["bringupSeconds"] == 1.5
     assert data["cluster"]["details"] == {"fake": True} and data["cluster"]["kubernetesVersion"] is None
@@ -74,7 +76,8 @@ def test_report_contents(suite):
 def test_html_and_junit_carry_the_features(suite):
     suite.tests()
     suite.run("--all-features")
-    assert "<th>Features</th>" in (suite.run_dir / "report.html").read_text()
+    page = (suite.run_dir / "report.html").read_text()  # the suite's own page (report_page.py)
+    assert "<th>features</th>" in page and "<td>RayClusterAutoscalerV2</td>" in page, page
     junit = ET.parse(suite.run_dir / "junit.xml")
     props = {(p.get("name"), p.get("value")) for p in junit.iter("property")}
     assert ("feature", "RayClusterProvisioning") in props and ("feature", "RayClusterAutoscalerV2") in props
@@ -106,17 +109,32 @@ def test_keep_resources_leaves_the_cluster_up(suite):
     result.stdout.fnmatch_lines(["*resources kept; the cluster's kubeconfig: *reports/unit/kubeconfig"])
 
 
-def rec(name: str, outcome: str) -> Record:
-    return Record(nodeid=f"x.py::test_{name}", name=name, features=["RayClusterProvisioning"], outcome=outcome)
+def rec(name: str, outcome: str, feature: str = "RayClusterProvisioning") -> Record:
+    return Record(nodeid=f"x.py::test_{name}", name=name, features=[feature], outcome=outcome)
 
 
 @pytest.mark.parametrize("outcomes, result", [
     (["passed", "passed"], "success"),
     (["passed", "skipped"], "partial"),
     (["passed", "skipped", "failed"], "failure"),
-    ([], "partial"),  # nothing shown to work is not a success
+    ([], "untested"),  # nothing shown to work is not a success
+    (["passed", "unsupported"], "success"),  # a test of a feature not claimed is no skip of the verdict
+    (["unsupported"], "untested"),
 ])
 def test_result_rules(outcomes, result):
-    st = report.status([rec(f"t{i}", o) for i, o in enumerate(outcomes)])
+    tests = [rec(f"t{i}", "skipped" if o == "unsupported" else o, "RayClusterSuspend" if o == "unsupported"
+                 else "RayClusterProvisioning") for i, o in enumerate(outcomes)]
+    st = counting.status(tests, claimed={"RayClusterProvisioning"})
     assert st["result"] == result
     assert sum(st["statistics"].values()) == len(outcomes)
+    assert st["statistics"]["unsupported"] == outcomes.count("unsupported") == len(st["unsupportedTests"])
+
+
+@pytest.mark.parametrize("outcomes, result", [(["passed", "unsupported"], "partial"), ([], "partial")])
+def test_result_rules_of_statistics_scheme_1(outcomes, result):
+    """Reports before statistics scheme 2 counted the tests of unsupported features as skips (verify re-derives
+    them so)."""
+    tests = [rec(f"t{i}", "skipped" if o == "unsupported" else o, "RayClusterSuspend" if o == "unsupported"
+                 else "RayClusterProvisioning") for i, o in enumerate(outcomes)]
+    st = counting.status(tests, claimed={"RayClusterProvisioning"}, scheme=1)
+    assert st["result"] == result and "unsupportedTests" not in st and set(st["statistics"]) == set(counting.OUTCOMES)

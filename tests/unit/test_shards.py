@@ -5,7 +5,7 @@ import shutil
 
 import yaml
 
-from rayconformance.fixtures import certify, shards
+from rayconformance.fixtures import archive, certify, report_page, shards
 from rayconformance.__main__ import main
 
 from .test_certify import edit
@@ -77,7 +77,11 @@ def test_two_shards_merged_equal_an_unsharded_run_and_verify(suite, tmp_path, ca
     assert [s["shard"] for s in merged["shards"]] == ["1/2", "2/2"]
     assert merged["selection"] == full["selection"]  # the shards together: no --shard
     assert certify.verify(tmp_path / "merged") == []
-    assert (tmp_path / "merged" / "report.html").read_text().count("<tr class=") == len(full["tests"])
+    for run_dir, data in ((tmp_path / "merged", merged), (reports / "full", full)):  # one page for both
+        assert (run_dir / "report.html").read_text() == report_page.render(data, run_dir / "junit.xml")
+    page = (tmp_path / "merged" / "report.html").read_text()
+    assert all(f"<td>{t['name']}</td>" in page for t in full["tests"]) and "<th>shards</th>" in page
+    assert archive.path_for(tmp_path / "merged").is_file()
 
 
 def test_bad_shard_is_one_line(suite):
