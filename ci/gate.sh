@@ -3,7 +3,7 @@
 # PROFILE (required), PROVIDER, SHARD (K/N), BASELINE (a report), ARGS, RAYCONF_OPERATOR_TREE (a source tree).
 # A relative PROFILE, BASELINE or RAYCONF_OPERATOR_TREE is the caller's: looked up in GITHUB_WORKSPACE (else the
 # directory the script is run from) first, then in this checkout (e.g. reports/published/..., profiles/...).
-# The report goes to reports/gate/ (conformance-report.yaml, report.html, junit.xml).
+# The report goes to reports/gate/ (conformance-report.yaml, report.html, junit.xml), its archive to reports/gate.tar.gz.
 set -euo pipefail
 
 # caller_path TEST PATH: PATH made absolute against the caller's directory when it is relative and `test TEST` holds
