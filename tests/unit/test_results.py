@@ -136,3 +136,26 @@ def test_merge_takes_the_shards_archives_as_ci_downloads_them(suite, tmp_path, c
     assert verdicts(tmp_path / "merged") == verdicts(reports / "full")
     rc, out, _ = out_of(capsys, "verify", tmp_path / "merged.tar.gz")
     assert rc == 0 and "verified" in out, out
+
+
+
+def test_a_published_report_of_scheme_1_is_shown_counted_both_ways(tmp_path, capsys):
+    """The published v1.6.1 run counted unsupported tests as skips (Extended partial); counted apart it succeeds.
+    A feature this suite's list no longer has leaves the report as it was counted."""
+    import shutil
+
+    from rayconformance.publish import PUBLISHED
+
+    rc, out, _ = out_of(capsys, "results", PUBLISHED / "kuberay" / "v1.6.1")
+    rows = {line.split()[0]: " ".join(line.split()[1:]) for line in out.splitlines() if line.startswith("  Ray")}
+    assert rc == 0 and rows["RayCluster"] == "success (3 passed) success (56 passed, 26 unsupported)", out
+    assert "  the report itself, counted by statistics scheme 1 (unsupported tests as skips), says: RayCluster Core " \
+           "success, Extended partial;" in out
+    copy = tmp_path / "v1.6.1"
+    shutil.copytree(PUBLISHED / "kuberay" / "v1.6.1", copy)
+    edit_report = copy / "conformance-report.yaml"
+    data = yaml.safe_load(edit_report.read_text())
+    data["tests"][0]["features"] = ["AFeatureSinceRenamed"]
+    edit_report.write_text(yaml.safe_dump(data, sort_keys=False))
+    rc, out, _ = out_of(capsys, "results", copy)
+    assert rc == 0 and "Extended partial" not in out and "partial (56 passed, 26 skipped)" in out, out
