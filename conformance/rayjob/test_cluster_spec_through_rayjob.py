@@ -104,7 +104,8 @@ def test_annotations_make_the_jobs_cluster_fault_tolerant(ctx, redis):
 
     # step 3: its GCS state is in the Redis, under that namespace
     redis.must_hold_keys_of(storage, whose=f"RayCluster {cluster.name} of RayJob {job.name}")
-    ctx.covers(f"RayJob:metadata.annotations[{FT_ENABLED}]", f"RayJob:metadata.annotations[{STORAGE_NS}]")
+    ctx.covers("RayJob:metadata.annotations[ray.io/ft-enabled]",
+               "RayJob:metadata.annotations[ray.io/external-storage-namespace]")
 
 
 # (case id, the annotation set beside rayClusterSpec.gcsFaultToleranceOptions)
@@ -133,7 +134,8 @@ def test_annotation_beside_fault_tolerance_options_is_refused(ctx, annotation):
         f"expected a Warning event naming {key}; observed {[e.message for e in warnings]}"
     clusters = [c["metadata"]["name"] for c in ctx.resources("RayCluster").list()]
     assert not clusters, f"a RayJob refused for {why} must create no RayCluster; observed {clusters}"
-    ctx.covers(f"RayJob:metadata.annotations[{key}]")
+    ctx.covers({FT_ENABLED: "RayJob:metadata.annotations[ray.io/ft-enabled]",
+                STORAGE_NS: "RayJob:metadata.annotations[ray.io/external-storage-namespace]"}[key])
 
 
 @pytest.mark.feature("RayJobClusterSpecKept", "RayJobHTTPMode")
