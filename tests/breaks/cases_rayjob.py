@@ -186,11 +186,11 @@ CASES = [
     *(Case(test, "to run again in the same head Pod", profile="kuberay-v1.7.0-sidecar-restart", local=True,
            gates={"SidecarSubmitterRestart": False})
       for test in ("killed_submitter_container_restarts_and_follows_the_same_job",
-                   "backoff_limit_bounds_submitter_restarts")),
-    # submitterConfig.backoffLimit not read (always 2): one restart of a limit of 1 does not fail the RayJob
-    Case("backoff_limit_bounds_submitter_restarts", "reason=SubmissionFailed once its submitter container",
+                   "submitter_that_keeps_dying_fails_the_job")),
+    # the submitter's restarts never counted against its limit: killed 4 times, the RayJob stays Running
+    Case("submitter_that_keeps_dying_fails_the_job", "reason=SubmissionFailed once its submitter container",
          profile="kuberay-v1.7.0-sidecar-restart", local=True,
-         tree_patch="v1.7.0/rayjob-sidecar-restart-limit-ignored"),
+         tree_patch="v1.7.0/rayjob-sidecar-restarts-unbounded"),
     # modes helper
     # (the HTTPMode and SidecarMode runs of the behaviors parametrized over submission modes)
     # entrypointResources dropped from the submission (the Jobs API request, the submitter's command): the
