@@ -39,10 +39,10 @@ def test_group_resources_and_labels_reach_ray_and_pods(ctx):
 
     # step 2: Ray's nodes offer the groups' resources and carry their labels
     service = head_service_must_exist(ctx.k8s, ctx.namespace, cluster.name, ctx.timeouts.state).metadata.name
-    ray_nodes_must_offer(ctx.k8s, ctx.namespace, service, {
-        head: {"resources": {"CPU": 1, "memory": GIB, "head-slot": 2}, "labels": head_spec["labels"]},
-        workers[0]: {"resources": {"CPU": 3, "worker-slot": 1}, "labels": worker_spec["labels"]},
-    }, ctx.timeouts.pods, why="the groups' resources and labels")
+    ray_nodes_must_offer(ctx.k8s, ctx.namespace, service, [
+        (head, {"resources": {"CPU": 1, "memory": GIB, "head-slot": 2}, "labels": head_spec["labels"]}),
+        (workers[0], {"resources": {"CPU": 3, "worker-slot": 1}, "labels": worker_spec["labels"]}),
+    ], ctx.timeouts.pods, why="the groups' resources and labels")
 
 
 REFUSED = [

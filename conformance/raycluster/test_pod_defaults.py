@@ -95,10 +95,10 @@ def test_operator_completes_ray_pods_from_group_settings(ctx):
 
     # step 2: Ray runs with them: both nodes alive through the moved dashboard, each offering its sizes
     cluster.ray_must_list_alive_nodes(2)
-    ray_nodes_must_offer(ctx.k8s, ctx.namespace, service, {
-        head: {"resources": {"CPU": 1, "memory": int(head_params["memory"]), "GPU": 1, "head-slot": 2}},
-        worker: {"resources": {"CPU": 1, "memory": GIB}},
-    }, ctx.timeouts.pods, why="the head's memory, GPU and head-slot from rayStartParams; the worker's CPU and memory "
+    ray_nodes_must_offer(ctx.k8s, ctx.namespace, service, [
+        (head, {"resources": {"CPU": 1, "memory": int(head_params["memory"]), "GPU": 1, "head-slot": 2}}),
+        (worker, {"resources": {"CPU": 1, "memory": GIB}}),
+    ], ctx.timeouts.pods, why="the head's memory, GPU and head-slot from rayStartParams; the worker's CPU and memory "
                               "from its limits")
 
     # step 3: the probes, in the form of the cluster's Ray version
