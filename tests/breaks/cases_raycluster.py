@@ -302,6 +302,8 @@ CASES = [
     # a group's resources field ignored: Ray's nodes offer what rayStartParams and the containers give
     Case("group_resources_and_labels_reach_ray_and_pods", "the groups' resources and labels",
          patch="raycluster-group-resources-ignored"),
+    *(Case(f"group_settings_act_in_an_owned_cluster[{owner}]", "the groups' resources and labels",
+           patch="raycluster-group-resources-ignored") for owner in ("RayJob", "RayService")),
     # rayStartParams resources beside a group's resources, labels and redis-username in rayStartParams pass validation
     *(Case(f"start_params_the_operator_refuses[{p}]", "Warning event|must not get Pods",
            patch="raycluster-refused-start-params-unchecked")
