@@ -159,3 +159,16 @@ def test_a_published_report_of_scheme_1_is_shown_counted_both_ways(tmp_path, cap
     edit_report.write_text(yaml.safe_dump(data, sort_keys=False))
     rc, out, _ = out_of(capsys, "results", copy)
     assert rc == 0 and "Extended partial" not in out and "partial (56 passed, 26 skipped)" in out, out
+
+
+def test_claims_a_narrowed_selection_did_not_test_are_one_line(suite):
+    run(suite, TESTS.replace('    assert False, "expected RayClusterSuspended=True, observed False"\n', "")
+        .replace('    pytest.skip("no Node offers nvidia.com/gpu")\n', ""))
+    report = yaml.safe_load((suite.run_dir / "conformance-report.yaml").read_text())
+    report["operator"]["claimedFeatures"] += ["RayJobSuspend", "RayJobRetries", "RayJobDeadlines", "RayJobHTTPMode",
+                                              "RayJobTTLAfterFinished", "RayJobValidation"]
+    report["selection"] = {"full": False, "narrowedBy": ["--run-test"]}
+    assert certify.claim_problems(report) == [
+        "6 claimed features have no test in the report (the selection was narrowed by --run-test): RayJobDeadlines, "
+        "RayJobHTTPMode, RayJobRetries, RayJobSuspend, RayJobTTLAfterFinished, ...",
+        "Core test job of profile RayJob skipped"]  # claiming RayJob features makes its Core tests required
