@@ -14,6 +14,7 @@ from rayconformance.fixtures.fieldcov import show as field_show
 from rayconformance.fixtures.report import FILENAME
 
 MESSAGE_LINES = 12  # of a failure's message; the rest is in report.html and junit.xml
+UNTESTED_NAMED = 8  # claimed features a narrowed run has no test of, named
 
 
 class ResultsError(ValueError):
@@ -64,7 +65,8 @@ def verdict_lines(report: dict) -> list[str]:
                      f"tests as skips), says: {stated}")
     verdicts = counting.feature_verdicts(report)
     claimed = {n: v for n, v in verdicts.items() if v["claimed"]}
-    lines += ["", f"claimed features ({len(claimed)}):"]
+    untested = sorted(set((report.get("operator") or {}).get("claimedFeatures") or []) - set(verdicts))
+    lines += ["", f"claimed features ({len(claimed) + len(untested)}):"]
     for kind in ("failed", "skipped", "passed", counting.UNSUPPORTED):
         names = [n for n, v in claimed.items() if v["verdict"] == kind]
         if not names:
@@ -73,6 +75,9 @@ def verdict_lines(report: dict) -> list[str]:
             lines.append(f"  passed ({len(names)}): {', '.join(names)}")
         else:
             lines += [f"  {kind}: {n} in {', '.join(claimed[n]['tests'].get(kind, []))}" for n in names]
+    if untested:
+        lines.append(f"  no test in this run ({len(untested)}): {', '.join(untested[:UNTESTED_NAMED])}"
+                     + (", ..." if len(untested) > UNTESTED_NAMED else ""))
     if line := summary.unsupported_line(report):
         lines.append(line)
     return lines
