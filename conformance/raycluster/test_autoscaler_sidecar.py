@@ -36,6 +36,11 @@ def _ray_image(body: dict) -> str:
     return body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["image"]
 
 
+def _same_image(reported: str, named: str) -> bool:
+    """A node reports an image by its full reference (a registry and library/ before a short name): the same image."""
+    return reported == named or reported.endswith(f"/{named}") or reported.endswith(f"/library/{named}")
+
+
 @pytest.mark.feature("RayClusterAutoscalerSidecarOptions")
 @pytest.mark.samples(SAMPLE)
 @pytest.mark.covers("RayCluster:spec.autoscalerOptions.env", "RayCluster:spec.autoscalerOptions.envFrom",
@@ -79,7 +84,7 @@ def test_autoscaler_sidecar_runs_the_named_image(ctx):
     ray_container = pod["spec"]["containers"][0]["name"]
     seen = wait_until(images, lambda i: sidecar["name"] in i and ray_container in i,
                       f"the node to report the images of head Pod {name}'s containers", ctx.timeouts.pods)
-    assert seen[sidecar["name"]] == OTHER_IMAGE and seen[ray_container] == _ray_image(body), \
+    assert _same_image(seen[sidecar["name"]], OTHER_IMAGE) and _same_image(seen[ray_container], _ray_image(body)), \
         (f"head Pod {name}: the autoscaler container {sidecar['name']} must run autoscalerOptions.image "
          f"{OTHER_IMAGE} and the Ray container {ray_container} its own {_ray_image(body)}; the node reports {seen}")
 
