@@ -6,7 +6,8 @@ PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 # parallel test workers for the suite (pytest-xdist): auto = as many as the cores carry by what the tests cost in the
-# newest earlier report (cores + 1 without one), at most one per 4 GiB of memory (fixtures/workers.py); JOBS=N sets it
+# newest earlier report (cores + 1 without one), at most one per 4 GiB of memory (src/rayconformance/run/workers.py);
+# JOBS=N sets it
 JOBS ?= auto
 
 .PHONY: conformance conformance-core matrix setup-base tools-base tools-test test test-breaks unit verify-published release setup deps tools venv down clean kind-deps kind-tools kind-images engine-up engine-down test-kind
@@ -74,8 +75,8 @@ tools:
 # the bed's base (Go builds: each component's modules downloaded while the one before compiles) and, beside it, the
 # project venv, then the Ray virtualenv the run uses (its --ray-version, else its profile's first; none on kind or an
 # existing cluster) and the modules of what the run builds when it brings the cluster up (the StorageClass
-# provisioner, its KubeRay releases, Traefik when it tests a Gateway feature): fixtures/setup_needs.py. Another Ray version a run asks for is made when it
-# brings the cluster up, before its first test.
+# provisioner, its KubeRay releases, Traefik when it tests a Gateway feature): src/rayconformance/run/setup_needs.py.
+# Another Ray version a run asks for is made when it brings the cluster up, before its first test.
 # Which base: `setup_needs bed-builds` (only the Gateway API CRDs for kind on a Docker engine that answers or an
 # existing cluster), asked once the project venv is there; a run that can only be on the local bed (no Docker engine
 # answers, CONFORMANCE_ARGS names no provider, cluster or options file) starts BED_BASE beside the venv without asking.
@@ -86,10 +87,10 @@ BED_ASK = $(if $(filter-out $(RUN_GOALS),$(or $(MAKECMDGOALS),conformance)),,$(i
   --cluster% --conformance-options-file%,$(CONFORMANCE_ARGS)),$(shell $(PYTHON) clusters/kind/docker.py)),ask))
 tools-base:
 	bed="$(BED_BASE)"; if [ -n "$(BED_ASK)" ]; then $(MAKE) --no-print-directory venv && \
-	  bed=$$($(PY) -m rayconformance.fixtures.setup_needs bed-builds $(CONFORMANCE_ARGS)) || exit 2; fi; \
+	  bed=$$($(PY) -m rayconformance.run.setup_needs bed-builds $(CONFORMANCE_ARGS)) || exit 2; fi; \
 	{ t=$$(date +%s); $(MAKE) --no-print-directory venv && echo "venv: project venv ready in $$(( $$(date +%s) - t ))s" && \
-	  rays=$$($(PY) -m rayconformance.fixtures.setup_needs ray-venvs $(CONFORMANCE_ARGS)) && \
-	  builds=$$($(PY) -m rayconformance.fixtures.setup_needs bring-up-builds $(CONFORMANCE_ARGS)) && \
+	  rays=$$($(PY) -m rayconformance.run.setup_needs ray-venvs $(CONFORMANCE_ARGS)) && \
+	  builds=$$($(PY) -m rayconformance.run.setup_needs bring-up-builds $(CONFORMANCE_ARGS)) && \
 	  { [ -z "$$rays" ] || bash clusters/local/ray-venv.sh $$rays; } && \
 	  { [ -z "$$builds" ] || bash clusters/local/build-tools.sh $$(for b in $$builds; do echo fetch:$$b; done); }; } & \
 	side=$$!; rc=0; [ -z "$$bed" ] || bash clusters/local/build-tools.sh $$bed || rc=$$?; \

@@ -91,7 +91,7 @@ def commit() -> str:
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout.strip()
     head = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--", "conformance", "fixtures", "samples", "profiles", "tests/breaks",
+    dirty = git("status", "--porcelain", "--", "conformance", "fixtures", "src", "samples", "profiles", "tests/breaks",
                 ":(exclude)tests/breaks/ledger.json")
     return head + ("-dirty" if dirty else "")
 

@@ -34,7 +34,7 @@ REPORT = "conformance-report.yaml"
 
 
 def jobs_arg(value: str) -> str:
-    """`auto` (as the Makefile's JOBS: fixtures/workers.py) or a positive count."""
+    """`auto` (as the Makefile's JOBS: src/rayconformance/run/workers.py) or a positive count."""
     if value != "auto" and not (value.isdigit() and int(value) >= 1):
         raise argparse.ArgumentTypeError(f"{value}: use auto or a count of at least 1")
     return value

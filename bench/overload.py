@@ -1,7 +1,7 @@
 """Whether a busy runner is told apart from a failing operator: runs a selection of the suite while processes of
 its own spin (by default one, one core kept busy, as a CI runner's other job would), then prints for each test its
-outcome, what fixtures/pressure.py measured over it (runnable tasks per core, CPU pressure, cores kept busy by
-processes that are not the run's) and whether its failure was marked `environment: overloaded`. With `--clean`
+outcome, what src/rayconformance/run/pressure.py measured over it (runnable tasks per core, CPU pressure, cores kept
+busy by processes that are not the run's) and whether its failure was marked `environment: overloaded`. With `--clean`
 it prints the same measurements of clean runs (e.g. the two shards of a full run) beside them, as quantiles, and
 for each threshold whether it would have marked a clean run's tests and the loaded run's: the numbers the
 defaults of `--overload-threshold` and `--foreign-load-threshold` are read from.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from rayconformance.fixtures import options, pressure
+from rayconformance.run import options, pressure
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = "conformance-report.yaml"
@@ -47,7 +47,7 @@ def would_mark(tests: list[dict], cores: int, thresholds: pressure.Thresholds) -
 
 
 def measured(test: dict, key: str) -> float | None:
-    """One of the test's `environment.*` measurements (fixtures/pressure.py), None when not measured."""
+    """One of the test's `environment.*` measurements (src/rayconformance/run/pressure.py), None when not measured."""
     return (test.get("measurements") or {}).get(PREFIX + key)
 
 

@@ -33,10 +33,12 @@ from pathlib import Path
 
 from kubernetes import client
 
+from rayconformance import providers
 from rayconformance.clusters.toolcache import CACHE
-from rayconformance.fixtures import kube, namespaces, profiles, providers, ray
-from rayconformance.fixtures.operator import OperatorError, installer
-from rayconformance.fixtures.listwatch import ListWatch
+from rayconformance.fixtures import ray
+from rayconformance.kube import client as kube, namespaces
+from rayconformance.kube.listwatch import ListWatch
+from rayconformance.operator import OperatorError, installer, profiles
 
 POLL = 0.1
 HEALTH_TIMEOUT = 5.0  # a starting dashboard may take over a second to answer its first health check

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from rayconformance.fixtures import features
+from rayconformance import features
 
 
 def main(path: str) -> int:

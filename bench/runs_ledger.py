@@ -2,12 +2,13 @@
 sittings, so "10 clean full runs in a row on local, 3 on kind" is counted by the bench, not by hand, even though one
 full run takes most of an hour and a sitting fits a few.
 
-A run is *full* when nothing narrowed what the profile claims, as its report's `selection` says (fixtures/selection.py:
-no -k, -m, test paths, --deselect, --ignore, --run-test, --skip-tests, --core-only, --exempt-features,
---supported-features, --all-features or --shard; merged shards count as one run), and it ended by itself (pytest
-exit 0 or 1, no test cut off). It is *clean* when no test failed. The streak of a provider is its clean full runs
-since its last full run with a failure; runs of a selection are kept but neither count nor break it. A failure's
-entry says whether the run marked it overloaded (the machine starved, fixtures/pressure.py), and its message.
+A run is *full* when nothing narrowed what the profile claims, as its report's `selection` says
+(src/rayconformance/run/selection.py: no -k, -m, test paths, --deselect, --ignore, --run-test, --skip-tests,
+--core-only, --exempt-features, --supported-features, --all-features or --shard; merged shards count as one run), and it
+ended by itself (pytest exit 0 or 1, no test cut off). It is *clean* when no test failed. The streak of a provider is
+its clean full runs since its last full run with a failure; runs of a selection are kept but neither count nor break it.
+A failure's entry says whether the run marked it overloaded (the machine starved, src/rayconformance/run/pressure.py),
+and its message.
 
     .venv/bin/python bench/runs_ledger.py status                 # the streak per provider, the last failures
     .venv/bin/python bench/runs_ledger.py record reports/<run> [--peak-gib 10.2]   # a run made otherwise
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from rayconformance.fixtures.report import INCOMPLETE  # a test's reason when the run was cut off in it
+from rayconformance.report.results import INCOMPLETE  # a test's reason when the run was cut off in it
 
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "bench" / "runs-ledger.json"

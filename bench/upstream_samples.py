@@ -43,10 +43,11 @@ from pathlib import Path
 
 from kubernetes import client
 
-from rayconformance.fixtures import kube, namespaces, profiles, providers
+from rayconformance import providers
 from rayconformance.fixtures.kuberay_samples import (RAY_KINDS, SamplesNotFound, apply, classify,
                                                      remove_ray_resources, samples_dir, unserved)
-from rayconformance.fixtures.operator import installer
+from rayconformance.kube import client as kube, namespaces
+from rayconformance.operator import installer, profiles
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from upstream.goals import RUN_ID, cause, never_reaches, reached  # noqa: E402

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from rayconformance.fixtures import features, ray
+from rayconformance import features
+from rayconformance.fixtures import ray
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "profiles"

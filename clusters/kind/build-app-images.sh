@@ -8,7 +8,8 @@
 #                                      ray-constraints.txt), bash, wget; user ray (1000:100) as upstream
 #   quay.io/kuberay/operator:<v>       the KubeRay binary the project builds (make tools), as /manager, for each
 #                                      of $KUBERAY_VERSIONS that is built, and for each source-tree build in the
-#                                      cache (kuberay-tree-<key>: tag tree-<key>; fixtures/source_tree.py), or only
+#                                      cache (kuberay-tree-<key>: tag tree-<key>;
+#                                      src/rayconformance/operator/source_tree.py), or only
 #                                      the tags in KUBERAY_IMAGE_TAGS="v1.6.2 tree-59d663aeec13" when set
 #   quay.io/kuberay/submitter:<v>      with each of those whose build has it (v1.5.0+), its light-weight RayJob
 #                                      submitter as /submitter (Dockerfile.submitter.buildx: no base, user 65532)

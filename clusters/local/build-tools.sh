@@ -5,7 +5,7 @@
 #        default: all; `kuberay@v1.6.1` builds that one KubeRay release instead of every one in KUBERAY_VERSIONS;
 #        with KUBERAY_BASE=v1.6.1 KUBERAY_PATCH=file, `kuberay@<tag>` builds that release patched, as <tag>;
 #        with RAYCONF_OPERATOR_TREE=dir, `kuberay@tree-<key>` builds that KubeRay source tree (key: its commit, and a
-#        digest of its uncommitted changes: `python -m rayconformance.fixtures.source_tree build DIR` computes it);
+#        digest of its uncommitted changes: `python -m rayconformance.operator.source_tree build DIR` computes it);
 #        helm: the Helm CLI at HELM_VERSION; actionlint: the workflow linter `make test` checks the CI recipe with,
 #        not built by default; kind: the kind CLI at KIND_VERSION (clusters/kind/build-kind-tools.sh), for a kind
 #        run on a user's Docker, not built by default)
@@ -194,9 +194,9 @@ build_kuberay_patched() {
 }
 
 # build_kuberay_tree TAG: the KubeRay source tree at RAYCONF_OPERATOR_TREE (a clone of the repository, or the
-# ray-operator module alone in a git repository), as it is now (committed and uncommitted files; ignored ones left
-# out), built under TAG = tree-<commit12>[-dirty-<digest>] (fixtures/source_tree.py computes it). The cache holds
-# the binary, the module's config/ and the repository's helm-chart/kuberay-operator/ (when the tree has one).
+# ray-operator module alone in a git repository), as it is now (committed and uncommitted files; ignored ones left out),
+# built under TAG = tree-<commit12>[-dirty-<digest>] (src/rayconformance/operator/source_tree.py computes it). The cache
+# holds the binary, the module's config/ and the repository's helm-chart/kuberay-operator/ (when the tree has one).
 build_kuberay_tree() {
   local v=$1 dir=$CACHE/kuberay-$1 tree=${RAYCONF_OPERATOR_TREE:-}
   [ -n "$tree" ] && [ -d "$tree" ] ||

@@ -33,7 +33,7 @@ def pytest_generate_tests(metafunc):
         return
     from pathlib import Path
 
-    from rayconformance.fixtures.run import current
+    from rayconformance.run.state import current
 
     run = current(metafunc.config)
     sources = list(run.options.profile.upgrade_from) if run else []
@@ -49,7 +49,7 @@ def upgrade_source():
 
 
 class ReleaseSwapFrom(NamedTuple):
-    """The swap of the operator under test (fixtures.operator.ReleaseSwap) and the profile of the earlier release
+    """The swap of the operator under test (rayconformance.operator.ReleaseSwap) and the profile of the earlier release
     it is upgraded from."""
     swap: object
     previous: object
@@ -60,8 +60,8 @@ def operator_release_swap(k8s, operator, provider, cluster, conformance_options,
     """Swaps the operator under test for the earlier release `upgrade_source` and back: a ReleaseSwapFrom. Whatever
     the test did, the session's operator install is back in place when it is over. Skips the test when the profile
     names no release to upgrade from, or when the suite did not install the operator (nothing to swap back to)."""
-    from rayconformance.fixtures import profiles
-    from rayconformance.fixtures.operator.release_swap import ReleaseSwap
+    from rayconformance.operator import profiles
+    from rayconformance.operator.release_swap import ReleaseSwap
 
     if upgrade_source is None:
         pytest.skip(f"operator profile {operator.profile.name} names no operatorUpgradeFrom (the release it is "

@@ -1,7 +1,13 @@
 """rayconformance: the installed import package of the suite.
 
-The repository keeps its folders (`fixtures/`, `clusters/`); `pyproject.toml` maps them into this one
-package, so the plugin is `rayconformance.fixtures` and the cluster code `rayconformance.clusters`; the version
-matrix runner lives here, in `rayconformance.matrix`. Nothing imports a top-level `fixtures` or `clusters`: those
-names belong to other distributions.
+Here, a folder per job of the framework: `plugin/` (the pytest plugin, entry point `rayconformance.plugin.wiring`,
+and the hooks offered to vendors), `run/` (a conformance run: options, selection, shards, workers, bring-up, the
+end), `report/` (the conformance report, verify, publish), `kube/` (Kubernetes access), `operator/` (the operator
+under test: profiles, install, Helm, source trees), `providers/` (how a run gets its cluster), `fieldcov/` (field
+coverage) and `matrix/` (the version matrix); beside them the commands (`__main__.py`) and three modules any layer
+may use, which import nothing of the project: `features.py` (the conformance features), `errors.py` and
+`describe.py`. Two folders of the repository install into it too (`pyproject.toml`, package-dir): `fixtures/` as
+`rayconformance.fixtures` (what the tests import, and the pytest fixtures) and `clusters/` as
+`rayconformance.clusters` (cluster definitions and test beds). Nothing imports a top-level `fixtures` or
+`clusters`: those names belong to other distributions.
 """

@@ -6,7 +6,7 @@
     python -m rayconformance results RUN                   summarize a run (results.py)
     python -m rayconformance publish REPORT_DIR [--replace] copy a verified run to reports/published/<project>/<version>
     python -m rayconformance merge SHARD... --out DIR      one report from a sharded run's reports (merge.py)
-    python -m rayconformance field-coverage REPORT         a report's field coverage per CRD (fixtures/fieldcov)
+    python -m rayconformance field-coverage REPORT         a report's field coverage per CRD (fieldcov/)
     python -m rayconformance release X.Y.Z                 cut a suite release: changelog, version, tag (release.py)
 
 A RUN (or SHARD) is a run directory (reports/<run-id>), its conformance-report.yaml or its archive
@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def verify_one(path: Path, gate: bool) -> bool:
     """Print what `verify` finds of one run (each line prefixed by its path); True when it does not verify."""
-    from rayconformance.fixtures import archive, certify, release
-    from rayconformance.publish import read_report
+    from rayconformance.report import archive, certify, release
+    from rayconformance.report.publish import read_report
 
     try:
         with archive.opened(path) as run_dir:
@@ -87,9 +87,9 @@ def verify_one(path: Path, gate: bool) -> bool:
 
 
 def run_verify_published() -> int:
-    from rayconformance import publish
+    from rayconformance.report import publish
 
-    from rayconformance.fixtures import release
+    from rayconformance.report import release
 
     runs, problems = publish.published_dirs(), publish.check_published()
     for p in problems:
@@ -105,7 +105,7 @@ def run_verify_published() -> int:
 
 
 def run_publish(run_dir: Path, replace: bool) -> int:
-    from rayconformance import publish
+    from rayconformance.report import publish
 
     try:
         target = publish.publish(run_dir, replace=replace)
@@ -117,14 +117,14 @@ def run_publish(run_dir: Path, replace: bool) -> int:
 
 
 def run_merge(run_dirs: list[Path], out: Path) -> int:
-    from rayconformance.fixtures import merge
+    from rayconformance.run import merge
 
     try:
         path = merge.merge(run_dirs, out)
     except merge.MergeError as e:
         print(f"merge: {e}", file=sys.stderr)
         return 1
-    from rayconformance.fixtures import archive
+    from rayconformance.report import archive
 
     print(f"merged {len(run_dirs)} shard reports: {path} (archive {archive.path_for(out)})")
     return 0
@@ -142,7 +142,7 @@ def run_results(run: Path) -> int:
 
 
 def run_release(version: str) -> int:
-    from rayconformance.fixtures import release
+    from rayconformance.report import release
 
     try:
         print(release.cut(version))
@@ -153,7 +153,7 @@ def run_release(version: str) -> int:
 
 
 def run_field_coverage(report: Path) -> int:
-    from rayconformance.fixtures.fieldcov import show
+    from rayconformance.report import field_coverage as show
 
     try:
         print(show.text(show.load_section(report)))

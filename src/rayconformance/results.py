@@ -9,9 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from rayconformance.fixtures import archive, counting, release, report_page, summary
-from rayconformance.fixtures.fieldcov import show as field_show
-from rayconformance.fixtures.report import FILENAME
+from rayconformance.report import archive, counting, release, page as report_page, summary
+from rayconformance.report import field_coverage as field_show
+from rayconformance.report.results import FILENAME
 
 MESSAGE_LINES = 12  # of a failure's message; the rest is in report.html and junit.xml
 UNTESTED_NAMED = 8  # claimed features a narrowed run has no test of, named

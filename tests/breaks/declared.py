@@ -11,7 +11,7 @@ DECLARED_ENV = "RAYCONF_DECLARED_OUT"
 
 def pytest_collection_finish(session) -> None:
     from rayconformance.fixtures.context import declared_samples
-    from rayconformance.fixtures.features import short_name
+    from rayconformance.features import short_name
 
     path = os.environ.get(DECLARED_ENV)
     if path:

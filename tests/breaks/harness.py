@@ -10,8 +10,8 @@ from typing import Callable
 from kubernetes import client
 
 from rayconformance.fixtures.expect import raycluster, rayjob, rayservice
-from rayconformance.fixtures.features import matches
-from rayconformance.fixtures.namespaces import RUN_LABEL
+from rayconformance.features import matches
+from rayconformance.kube.namespaces import RUN_LABEL
 from tests.breaks.declared import DECLARED_ENV
 from tests.suiterun import RUN_ID
 
@@ -103,7 +103,7 @@ def patched_tree(tmp: Path, patch: Path) -> Path:
 
     import pytest
 
-    from rayconformance.fixtures import source_tree
+    from rayconformance.operator import source_tree
 
     tree = source_tree.tree_path(None)
     if tree is None:

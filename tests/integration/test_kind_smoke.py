@@ -12,13 +12,13 @@ import subprocess
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures import profiles, ray
-from rayconformance.fixtures.operator import installer
+from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.raycluster import raycluster_must_be_provisioned
-from rayconformance.fixtures.kube import api_client
-from rayconformance.fixtures.providers import make_provider
-from rayconformance.fixtures.providers.kind import PROJECT
 from rayconformance.fixtures.waiting import wait_until
+from rayconformance.kube.client import api_client
+from rayconformance.operator import installer, profiles
+from rayconformance.providers import make_provider
+from rayconformance.providers.kind import PROJECT
 
 pytestmark = pytest.mark.skipif(os.environ.get("RAYCONF_KIND_SMOKE") != "1",
                                 reason="the kind smoke test runs with `make test-kind`")

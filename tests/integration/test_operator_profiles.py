@@ -10,9 +10,10 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from rayconformance.clusters.toolcache import tool
-from rayconformance.fixtures import namespaces, profiles
-from rayconformance.fixtures.objects import create_all, delete_all
-from rayconformance.fixtures.operator.render import render
+from rayconformance.kube import namespaces
+from rayconformance.operator import profiles
+from rayconformance.kube.objects import create_all, delete_all
+from rayconformance.operator.render import render
 from tests.suiterun import derive_profile, run_suite
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ RUN_ID = "unit"
 FAKE_PROVIDER = '''
 from pathlib import Path
 
-from rayconformance.fixtures.providers import Cluster, ProviderError
+from rayconformance.providers import Cluster, ProviderError
 
 KUBECONFIG = """apiVersion: v1
 kind: Config

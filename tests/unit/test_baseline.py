@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import baseline
+from rayconformance.report import baseline
 
 BEFORE = '''
 import pytest

@@ -6,7 +6,7 @@ import json
 import textwrap
 
 from bench import breaks, breaks_ledger
-from rayconformance.fixtures.features import matches
+from rayconformance.features import matches
 from tests.breaks import harness
 from tests.breaks.harness import Case
 from tests.breaks.test_breaks import CASES

@@ -5,8 +5,8 @@ import shutil
 
 import yaml
 
-from rayconformance.fixtures import certify
 from rayconformance.__main__ import main
+from rayconformance.report import certify
 
 PASSING = '''
 import pytest
@@ -44,7 +44,7 @@ def test_a_fresh_report_verifies(suite, capsys):
 CHANGES_THE_CHECKOUT = '''
 import pytest
 
-from rayconformance.fixtures import certify, report
+from rayconformance.report import certify, results as report
 
 
 @pytest.mark.feature("RayClusterProvisioning")

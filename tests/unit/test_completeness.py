@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rayconformance.fixtures import features
+from rayconformance import features
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTED = re.compile(r"^  (\S+) \[([^\]]*)\] ")  # the plugin's --collect-only listing: "  name [A, B] runs"
@@ -43,7 +43,8 @@ def test_every_feature_has_a_test(collected):
     tested = {f for names in collected.values() for f in names}
     untested = [f for f in features.NAMES if f not in tested]
     assert not untested, (f"features no conformance test exercises (a profile could claim them and nothing would "
-                          f"run): {', '.join(untested)}; add a test or remove the feature from fixtures/features.py")
+                          f"run): {', '.join(untested)}; add a test or remove the feature from "
+                          "src/rayconformance/features.py")
 
 
 def test_every_conformance_test_states_its_behavior():

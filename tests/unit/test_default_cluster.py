@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rayconformance import providers
 from rayconformance.clusters.definition import ClusterDefinition
 from rayconformance.clusters.local import DEFAULT_CLUSTER
-from rayconformance.fixtures import options, profiles, providers
+from rayconformance.operator import profiles
+from rayconformance.run import options
 
 ROOT = Path(__file__).resolve().parents[2]
 

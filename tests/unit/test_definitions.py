@@ -9,12 +9,12 @@ import shutil
 import pytest
 import yaml
 
+from rayconformance import providers
 from rayconformance.clusters import definition
 from rayconformance.clusters.definition import CLUSTERS_DIR, ClusterDefinition, DefinitionError
 from rayconformance.clusters.kind.section import KindSection
 from rayconformance.clusters.local.section import LocalSection
-from rayconformance.fixtures import providers
-from rayconformance.fixtures.environment import Environment
+from rayconformance.run.environment import Environment
 
 from .conftest import usage_error
 

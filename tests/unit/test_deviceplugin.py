@@ -19,7 +19,7 @@ import pytest
 from rayconformance.clusters.deviceplugin import api
 from rayconformance.clusters.deviceplugin.plugin import FakeDevicePlugin
 from rayconformance.clusters.local.devices import AllocationError, DeviceManager, plugin_command
-from rayconformance.fixtures.providers.kind import device_plugin_manifest
+from rayconformance.providers.kind import device_plugin_manifest
 
 from .polling import wait_until
 

@@ -7,8 +7,9 @@ from types import SimpleNamespace as NS
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures import diagnostics, kube
-from rayconformance.fixtures.diagnostics import REDACTED, collect, redact, scrub, secret_values
+from rayconformance.kube import client as kube
+from rayconformance.report import diagnostics
+from rayconformance.report.diagnostics import REDACTED, collect, redact, scrub, secret_values
 
 PASSWORD = "hunter2-very-secret"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from rayconformance.fixtures.environment import Session
-from rayconformance.fixtures.providers import images_of
+from rayconformance.providers import images_of
+from rayconformance.run.environment import Session
 
 
 class Recording:
@@ -34,8 +34,8 @@ def test_a_provider_that_loads_nothing_is_not_asked():
 
 
 def test_the_releases_a_test_swaps_in_are_made_ready_at_bring_up():
-    from rayconformance.fixtures import profiles
-    from rayconformance.fixtures.providers import Cluster
+    from rayconformance.operator import profiles
+    from rayconformance.providers import Cluster
 
     session = Session(SimpleNamespace(ray_version="2.60.0", profile=profiles.load("kuberay-v1.6.1")))
     session.provider = Recording()

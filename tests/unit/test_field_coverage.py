@@ -1,5 +1,5 @@
-"""The field-coverage measure (fixtures/fieldcov): the fields a CRD schema has, what a created or patched body sets,
-what a test declares it asserts (the `covers` marker, `declare`, the helper decorator), the report's section from
+"""The field-coverage measure (src/rayconformance/fieldcov): the fields a CRD schema has, what a created or patched body
+sets, what a test declares it asserts (the `covers` marker, `declare`, the helper decorator), the report's section from
 a run (also under pytest-xdist), and `python -m rayconformance field-coverage`."""
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ import pytest
 import yaml
 
 from rayconformance.__main__ import main
-from rayconformance.fixtures import ray, report
-from rayconformance.fixtures.fieldcov import coverage, paths, record, show
+from rayconformance.fieldcov import coverage, paths, record
+from rayconformance.fixtures import ray
 from rayconformance.fixtures.handles.base import must
+from rayconformance.report import results as report
+from rayconformance.report import field_coverage as show
 
 CRD_FILE = Path(__file__).parent / "data" / "fieldcov" / "ray.io_rayclusters.v1.7.0.yaml"
 CONTAINER = {"type": "object", "properties": {"name": {"type": "string"}, "image": {"type": "string"},
@@ -233,7 +235,7 @@ from unittest import mock
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.fieldcov import record
+from rayconformance.fieldcov import record
 
 
 def clusters():
@@ -270,7 +272,7 @@ def test_job(cluster):
 READABLE_CRDS = f'''
 import yaml
 
-from rayconformance.fixtures.fieldcov import coverage
+from rayconformance.fieldcov import coverage
 
 coverage.read_crds = lambda kubeconfig: [yaml.load(open({str(CRD_FILE)!r}), Loader=yaml.CSafeLoader)]
 '''

@@ -1,8 +1,8 @@
 """The fields the must-hold helpers declare they assert (`@record.covers(...)` and `record.declare(...)` in
-fixtures/expect and fixtures/handles, read from the sources) and those conformance/field-assertions.yaml lists for
-the tests' bodies: each is a field of KubeRay v1.7.0's CRDs or an operator-read key of
-fixtures/fieldcov/operator-keys.yaml, so nothing counts a field no CRD has; and the file names only tests the suite
-has."""
+fixtures/expect and fixtures/handles, read from the sources) and those conformance/field-assertions.yaml lists for the
+tests' bodies: each is a field of KubeRay v1.7.0's CRDs or an operator-read key of
+src/rayconformance/fieldcov/operator-keys.yaml, so nothing counts a field no CRD has; and the file names only tests the
+suite has."""
 from __future__ import annotations
 
 import ast
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rayconformance.fixtures.fieldcov import assertions_file, coverage, paths
+from rayconformance.fieldcov import assertions_file, coverage, paths
 
 ROOT = Path(__file__).resolve().parents[2]
 HELPERS = [ROOT / "fixtures" / "expect", ROOT / "fixtures" / "handles"]
@@ -85,7 +85,7 @@ def not_in_the_crds(found: list[tuple[str, object]], crds: dict[str, dict]) -> l
             wrong.append(f"{where}: {field}: no kind {kind} among {sorted(CRD_FILES)}")
         elif segments not in fields[kind] and not in_schema(schemas[kind], segments):
             wrong.append(f"{where}: {field} is neither a field of the v1.7.0 {kind} CRD nor an operator-read key "
-                         f"of fixtures/fieldcov/operator-keys.yaml")
+                         f"of src/rayconformance/fieldcov/operator-keys.yaml")
     return wrong
 
 

@@ -1,13 +1,13 @@
-"""conformance/field-assertions.yaml (fixtures/fieldcov/assertions_file.py): its entries count as `covers` markers
-on the tests they name (a parametrization's entry on that one only, and only for a test whose call ran), and a file
-that cannot be used stops the run in one line naming the entry."""
+"""conformance/field-assertions.yaml (src/rayconformance/fieldcov/assertions_file.py): its entries count as `covers`
+markers on the tests they name (a parametrization's entry on that one only, and only for a test whose call ran), and a
+file that cannot be used stops the run in one line naming the entry."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import pytest
 
-from rayconformance.fixtures.fieldcov import assertions_file, coverage
+from rayconformance.fieldcov import assertions_file, coverage
 
 from .conftest import usage_error
 from .test_field_coverage import READABLE_CRDS

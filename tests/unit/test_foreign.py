@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rayconformance.fixtures import foreign
+from rayconformance.run import foreign
 
 
 def process(proc: Path, pid: int, ppid: int, own: int = 0, reaped: int = 0, start: int | None = None,

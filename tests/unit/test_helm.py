@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rayconformance.fixtures import helm
-from rayconformance.fixtures.helm import HelmError
+from rayconformance.operator import helm
+from rayconformance.operator.helm import HelmError
 
 CHART_VALUES = {
     "image": {"repository": "quay.io/kuberay/operator", "tag": "v1.7.0", "pullPolicy": "IfNotPresent"},

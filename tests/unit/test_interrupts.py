@@ -128,7 +128,7 @@ def test_waits_for_its_cluster(slow_cluster):
 def test_a_run_stopped_in_a_tests_setup_names_the_test_interrupted(suite, workers):
     """SIGTERM while a test's setup runs (e.g. the cluster's bring-up): the report still names that test, as
     interrupted, rather than leaving it out; under xdist too, where the controller reads what its workers send
-    while they stop (fixtures/stopped_workers.py)."""
+    while they stop (src/rayconformance/run/stopped_workers.py)."""
     suite.tests(BLOCKS_IN_SETUP)
     env = {**os.environ, "PYTHONPATH": str(suite.pytester.path)}
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *suite.args("-n", workers)], cwd=suite.pytester.path,

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from rayconformance.clusters import definition as definitions
-from rayconformance.fixtures.providers import ProviderError, make_provider
 from rayconformance.clusters import kind as kindtools
 from rayconformance.clusters.toolcache import ToolBuildError
-from rayconformance.fixtures.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider
+from rayconformance.providers import ProviderError, make_provider
+from rayconformance.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGES = ["redis:7.4.0", "python:3.11-slim", "traefik:v3.6.12"]

@@ -11,8 +11,8 @@ import pytest
 from rayconformance.clusters.definition import SectionError
 from rayconformance.clusters.local import section
 from rayconformance.clusters.local.nodeagent import images
-from rayconformance.fixtures import profiles
-from rayconformance.fixtures.operator.render import built_image
+from rayconformance.operator import profiles
+from rayconformance.operator.render import built_image
 from tests.unit.test_build_tools_prefetch import calls, run
 
 SUBMITTER = "quay.io/kuberay/submitter"  # the repository KubeRay's release workflow pushes the submitter to

@@ -7,7 +7,7 @@ import time
 
 from kubernetes import client
 
-from rayconformance.fixtures.listwatch import ListWatch
+from rayconformance.kube.listwatch import ListWatch
 
 
 def obj(name: str, rv: str) -> dict:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rayconformance.fixtures import diagnostics, namespaces
+from rayconformance.report import diagnostics
+from rayconformance.kube import namespaces
 
 calls = []
 

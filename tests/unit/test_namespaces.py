@@ -7,7 +7,7 @@ from types import SimpleNamespace as NS
 import pytest
 from kubernetes.client.rest import ApiException
 
-from rayconformance.fixtures import namespaces
+from rayconformance.kube import namespaces
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

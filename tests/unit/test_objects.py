@@ -1,5 +1,5 @@
-"""fixtures/objects.py without a cluster: a CRD still being deleted is waited out and then replaced, any other API
-error ends the wait at once, and a timeout is one line naming what was awaited."""
+"""src/rayconformance/kube/objects.py without a cluster: a CRD still being deleted is waited out and then replaced, any
+other API error ends the wait at once, and a timeout is one line naming what was awaited."""
 from __future__ import annotations
 
 from types import SimpleNamespace as NS
@@ -7,7 +7,7 @@ from types import SimpleNamespace as NS
 import pytest
 from kubernetes.client.rest import ApiException
 
-from rayconformance.fixtures import objects
+from rayconformance.kube import objects
 
 
 class FakeCRDs:

@@ -1,7 +1,7 @@
-"""fixtures/operator/helm_swap.py and source_tree.chart_at: the release swap of a Helm install, through Helm. The
-earlier release's chart comes from a git repository made here (a fake chart committed at two tags); helm is a
-stand-in script that renders the Deployment from the values file, so the commands, their order and their values
-are checked without a cluster."""
+"""src/rayconformance/operator/helm_swap.py and source_tree.chart_at: the release swap of a Helm install, through Helm.
+The earlier release's chart comes from a git repository made here (a fake chart committed at two tags); helm is a
+stand-in script that renders the Deployment from the values file, so the commands, their order and their values are
+checked without a cluster."""
 from __future__ import annotations
 
 import subprocess
@@ -12,11 +12,10 @@ from types import SimpleNamespace as NS
 import pytest
 import yaml
 
-from rayconformance.fixtures import helm
-from rayconformance.fixtures.operator import OperatorError, helm_swap
-from rayconformance.fixtures.operator import release_swap as op
-from rayconformance.fixtures.operator.installer import INSTALLED_FILE
-from rayconformance.fixtures.source_tree import SourceTreeError, chart_at
+from rayconformance.operator import OperatorError, helm, helm_swap
+from rayconformance.operator import release_swap as op
+from rayconformance.operator.installer import INSTALLED_FILE
+from rayconformance.operator.source_tree import SourceTreeError, chart_at
 
 CHART = "helm-chart/kuberay-operator"
 SESSION_IMAGE, OLD_IMAGE = "quay.io/kuberay/operator:tree-59d663aeec13", "quay.io/kuberay/operator:v1.6.2"

@@ -1,5 +1,5 @@
-"""fixtures/operator/installer.py without a cluster: waiting for the operator's Deployment ends in one line naming
-its last state; CRDs the cluster had before the install are left to their owner by the uninstall."""
+"""src/rayconformance/operator/installer.py without a cluster: waiting for the operator's Deployment ends in one line
+naming its last state; CRDs the cluster had before the install are left to their owner by the uninstall."""
 from __future__ import annotations
 
 from types import SimpleNamespace as NS
@@ -8,7 +8,7 @@ import pytest
 import yaml
 from kubernetes.client.rest import ApiException
 
-from rayconformance.fixtures.operator import OperatorError, installer
+from rayconformance.operator import OperatorError, installer
 
 DEPLOYMENT = {"kind": "Deployment", "metadata": {"name": "kuberay-operator", "namespace": "ray-system"}}
 

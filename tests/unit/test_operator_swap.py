@@ -1,5 +1,6 @@
-"""fixtures/operator/release_swap.py: the swap to an earlier operator release and back (RayServiceOperatorUpgrade): when a rollout
-is complete, which objects go afterwards, and that the session's install is always put back."""
+"""src/rayconformance/operator/release_swap.py: the swap to an earlier operator release and back
+(RayServiceOperatorUpgrade): when a rollout is complete, which objects go afterwards, and that the session's install is
+always put back."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,9 +9,9 @@ from types import SimpleNamespace as NS
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures.objects import object_key
-from rayconformance.fixtures.operator import OperatorError
-from rayconformance.fixtures.operator import release_swap as op
+from rayconformance.kube.objects import object_key
+from rayconformance.operator import OperatorError
+from rayconformance.operator import release_swap as op
 
 NEW, OLD = "quay.io/kuberay/operator:v1.6.1", "quay.io/kuberay/operator:v1.5.1"
 

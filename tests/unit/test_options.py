@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import features
-from rayconformance.fixtures.plugin import RUN
+from rayconformance import features
+from rayconformance.plugin.wiring import RUN
 
 from .conftest import usage_error
 
@@ -47,7 +47,7 @@ def test_all_features_and_exemptions(suite, pytester):
 
 
 def test_all_features_leave_out_what_the_release_lacks(suite, pytester):
-    from rayconformance.fixtures import profiles
+    from rayconformance.operator import profiles
 
     o = options_of(pytester, "--all-features", "--operator-profile=kuberay-v1.4.2")
     lacks = set(profiles.load("kuberay-v1.4.2").lacks)
@@ -157,7 +157,7 @@ def test_attach_kubeconfig_takes_an_existing_file_and_an_adopting_provider(suite
 
 def test_attach_kubeconfig_uses_the_local_bed_where_docker_answers_too(suite, pytester, monkeypatch):
     """Where a Docker engine answers, the provider by default is kind; a run attached to a local bed is local."""
-    from rayconformance.fixtures import providers
+    from rayconformance import providers
 
     monkeypatch.setattr(providers, "default_provider", lambda: ("kind", "a Docker engine answers at /x"))
     suite.tests()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rayconformance.fixtures import foreign, pressure
+from rayconformance.run import foreign, pressure
 
 OVERLOADED_RUN = '''
 import threading

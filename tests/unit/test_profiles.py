@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import profiles
+from rayconformance.operator import profiles
 
 
 @pytest.mark.parametrize("name", profiles.known())

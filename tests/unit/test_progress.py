@@ -13,7 +13,8 @@ import yaml
 
 from rayconformance.clusters import progress as steps
 from rayconformance.clusters import toolcache
-from rayconformance.fixtures import progress, summary
+from rayconformance.report import summary
+from rayconformance.run import progress
 
 
 class Tty(io.StringIO):

@@ -1,11 +1,11 @@
-"""The provider registry: providers are the modules of fixtures/providers; capabilities are methods a provider
+"""The provider registry: providers are the modules of src/rayconformance/providers; capabilities are methods a provider
 may lack, asked for by name; --provider and --cluster pick each other."""
 from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import providers
-from rayconformance.fixtures.providers import CAPABILITIES, Provider, ProviderError, Unsupported
+from rayconformance import providers
+from rayconformance.providers import CAPABILITIES, Provider, ProviderError, Unsupported
 
 
 def test_the_registry_is_the_package():
@@ -103,7 +103,7 @@ def test_default_provider_is_kind_where_a_docker_engine_answers_else_local(tmp_p
     import socket
     import threading
 
-    from rayconformance.fixtures import providers
+    from rayconformance import providers
 
     path = tmp_path / "docker.sock"
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

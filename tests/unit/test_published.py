@@ -7,9 +7,8 @@ import subprocess
 
 import pytest
 
-from rayconformance import publish
 from rayconformance.__main__ import main
-from rayconformance.fixtures import certify
+from rayconformance.report import certify, publish
 
 from .test_certify import edit, run
 

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from rayconformance.__main__ import main
-from rayconformance.fixtures import release
+from rayconformance.report import release
 
 CHANGELOG = "# Changelog\n\n## Unreleased\n\n- RayService suspend.\n\n## 0.1.0 (2026-12-01)\n\n- The first suite.\n"
 

@@ -8,8 +8,10 @@ import xml.etree.ElementTree as ET
 import jsonschema
 import pytest
 
-from rayconformance.fixtures import counting, features, profiles, report
-from rayconformance.fixtures.report import Record
+from rayconformance import features
+from rayconformance.operator import profiles
+from rayconformance.report import counting, results as report
+from rayconformance.report.results import Record
 
 from .conftest import usage_error
 

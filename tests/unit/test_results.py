@@ -9,7 +9,7 @@ import tarfile
 import yaml
 
 from rayconformance.__main__ import main
-from rayconformance.fixtures import archive, certify
+from rayconformance.report import archive, certify
 
 TESTS = '''
 import pytest
@@ -144,7 +144,7 @@ def test_a_published_report_of_scheme_1_is_shown_counted_both_ways(tmp_path, cap
     A feature this suite's list no longer has leaves the report as it was counted."""
     import shutil
 
-    from rayconformance.publish import PUBLISHED
+    from rayconformance.report.publish import PUBLISHED
 
     rc, out, _ = out_of(capsys, "results", PUBLISHED / "kuberay" / "v1.6.1")
     rows = {line.split()[0]: " ".join(line.split()[1:]) for line in out.splitlines() if line.startswith("  Ray")}

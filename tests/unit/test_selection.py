@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import features
+from rayconformance import features
 
 from .conftest import SAMPLE_TESTS
 
@@ -190,7 +190,7 @@ def test_ray_version_reason():
     assert features.ray_too_old(["RayClusterTokenAuth"], None) == []  # unknown Ray version: nothing to say
     assert features.ray_version_reason(["RayClusterSuspend"], "2.46.0") is None
     assert features.ray_version_reason(["RayClusterTokenAuth"], "2.46.0") == TOO_OLD
-    from rayconformance.fixtures.profiles import RAY_VERSION
+    from rayconformance.operator.profiles import RAY_VERSION
 
     assert all(RAY_VERSION.match(f.min_ray) for f in features.FEATURES if f.min_ray is not None)
 

@@ -6,7 +6,7 @@ import json
 import threading
 import time
 
-from rayconformance.fixtures.serial import turn
+from rayconformance.run.serial import turn
 
 TESTS = """
 import json, os, time
@@ -79,7 +79,7 @@ def test_a_waiting_serial_test_blocks_new_tests(tmp_path):
 def test_a_serial_test_skipped_by_a_marker_takes_no_lock(pytester):
     """A skipped serial test (skip, or skipif whose condition holds) runs nothing, so it must not wait for the
     running tests (or make new ones wait for it)."""
-    from rayconformance.fixtures.serial import _skipped
+    from rayconformance.run.serial import _skipped
 
     items = pytester.getitems("""
         import pytest

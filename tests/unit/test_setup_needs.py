@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rayconformance.fixtures import providers, setup_needs
+from rayconformance import providers
+from rayconformance.run import setup_needs
 
 
 @pytest.fixture(autouse=True)

@@ -5,8 +5,9 @@ import shutil
 
 import yaml
 
-from rayconformance.fixtures import archive, certify, report_page, shards
 from rayconformance.__main__ import main
+from rayconformance.report import archive, certify, page as report_page
+from rayconformance.run import shards
 
 from .test_certify import edit
 

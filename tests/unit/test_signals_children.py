@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from rayconformance.fixtures import signals
+from rayconformance.run import signals
 
 
 def test_children_are_those_of_the_process_group_only():

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rayconformance.fixtures import profiles, source_tree
-from rayconformance.fixtures.source_tree import SourceTreeError, TreeKey
+from rayconformance.operator import profiles, source_tree
+from rayconformance.operator.source_tree import SourceTreeError, TreeKey
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_TOOLS = REPO / "clusters" / "local" / "build-tools.sh"

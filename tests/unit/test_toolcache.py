@@ -49,7 +49,7 @@ def test_an_unwritable_cache_is_one_line(tmp_path, monkeypatch):
 
 def test_a_patched_operator_source_is_its_own_build(tmp_path, monkeypatch):
     """`source.patch` builds the release patched under `<version>-<patch>-<hash>`; editing the patch is a new tag."""
-    from rayconformance.fixtures.operator import OperatorError, source
+    from rayconformance.operator import OperatorError, source
 
     monkeypatch.setattr(toolcache, "CACHE", tmp_path)
     patch = tmp_path / "raycluster-wrong.patch"

@@ -1,5 +1,5 @@
-"""The traffic plot (fixtures.traffic_plot): the per-second series as a measurement and back, the moments it marks,
-the SVG itself, and the HTML report attaching it under a traffic test's row."""
+"""The traffic plot (rayconformance.report.traffic_plot): the per-second series as a measurement and back, the moments
+it marks, the SVG itself, and the HTML report attaching it under a traffic test's row."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rayconformance.fixtures import traffic_plot
-from rayconformance.fixtures.report import MEASUREMENT_PROPERTY, HtmlColumns
+from rayconformance.report import traffic_plot
+from rayconformance.report.results import MEASUREMENT_PROPERTY, HtmlColumns
 
 SVG = "{http://www.w3.org/2000/svg}"
 

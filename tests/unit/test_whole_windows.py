@@ -9,9 +9,9 @@ import pathlib
 
 import pytest
 
-from rayconformance.fixtures.listwatch import Gap, ListWatch
 from rayconformance.fixtures.waiting import must_keep
 from rayconformance.fixtures.watch import Watch
+from rayconformance.kube.listwatch import Gap, ListWatch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

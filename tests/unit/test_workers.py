@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from rayconformance.fixtures import workers
+from rayconformance.run import workers
 
 
 def costs(durations, demand, base):
@@ -149,7 +149,7 @@ def test_a_count_given_by_hand_is_used_and_reported(suite):
 def test_an_unsharded_run_is_ordered_by_the_newest_earlier_report(tmp_path):
     import os
 
-    from rayconformance.fixtures import options
+    from rayconformance.run import options
 
     def write(run: str, cluster: str, mtime: int, rows=None) -> None:
         (tmp_path / run).mkdir()
@@ -171,7 +171,7 @@ def test_an_unsharded_run_is_ordered_by_the_newest_earlier_report(tmp_path):
 
 
 def test_a_fresh_clone_is_ordered_by_its_profiles_published_run(tmp_path):
-    from rayconformance.fixtures import options
+    from rayconformance.run import options
 
     published = tmp_path / "published" / "kuberay" / "v1.6.1"
     published.mkdir(parents=True)
@@ -187,7 +187,7 @@ def test_a_fresh_clone_is_ordered_by_its_profiles_published_run(tmp_path):
 
 
 def test_first_waves_pairs_the_longest_with_the_next_waves_shortest():
-    from rayconformance.fixtures import shards
+    from rayconformance.run import shards
 
     assert shards.first_waves(list("abcdefg"), 3) == list("afbecdg")
     assert shards.first_waves(list("abcd"), 2) == list("adbc")
@@ -258,7 +258,7 @@ def test_the_earlier_runs_use_of_the_machine_comes_from_its_bench_or_its_busy_co
 def test_a_run_of_a_few_tests_does_not_displace_the_full_run(tmp_path):
     import os
 
-    from rayconformance.fixtures import shards
+    from rayconformance.run import shards
 
     def write(run: str, tests: int, mtime: int) -> None:
         (tmp_path / run).mkdir()

@@ -24,7 +24,7 @@ def split(value: str | None) -> list[str]:
 
 
 def jobs(value: str) -> str:
-    """`auto` (the suite chooses: fixtures/workers.py) or a count of at least 1."""
+    """`auto` (the suite chooses: src/rayconformance/run/workers.py) or a count of at least 1."""
     if value != "auto" and not (value.isdigit() and int(value) >= 1):
         raise argparse.ArgumentTypeError(f"{value}: use auto or a count of at least 1")
     return value

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import yaml
 
-from rayconformance.fixtures import features, profiles
-from rayconformance.fixtures.report import FILENAME as RUN_REPORT
+from rayconformance import features
+from rayconformance.operator import profiles
+from rayconformance.report.results import FILENAME as RUN_REPORT
 
 from . import NOT_RUN, UNSUPPORTED, MatrixError
 from .html import render_html

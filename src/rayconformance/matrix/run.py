@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rayconformance import providers
 from rayconformance.clusters.definition import ClusterDefinition
-from rayconformance.fixtures import profiles, providers
+from rayconformance.operator import profiles
 
 from . import MatrixError
 from .report import Cell, build, write

@@ -1,0 +1,82 @@
+"""A profile's `install.<provider>` section rendered to the plain objects to create: the manifests read (kustomize
+directories through the provider's kubectl, YAML files as they are), then adjusted (namespace, image, args, env,
+feature gates)."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from rayconformance.clusters.toolcache import CACHE
+
+from . import OperatorError
+from .source import source_dir, source_tag
+
+INSTALL_KEYS = {"source", "manifests", "helm", "namespace", "deployment", "container", "image", "args", "env",
+                "readyTimeoutSeconds", "submitterImage"}
+
+
+def _kustomize(path: Path, kubectl: str) -> list[dict]:
+    r = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise OperatorError(f"kustomize {path} failed: {r.stderr.strip().splitlines()[-1] if r.stderr else r.returncode}")
+    return [d for d in yaml.safe_load_all(r.stdout) if d]
+
+
+def render(spec: dict, feature_gates: dict[str, bool], profile_dir: Path, kubectl: str) -> list[dict]:
+    """All objects of the install, with namespace, image, args, env and feature gates applied; `kubectl` renders
+    kustomize directories (the provider's kubectl). `profile_dir` is what relative manifests are relative to (a
+    source tree's build for a tree source, rayconformance.operator.source_tree)."""
+    base = (source_dir(spec, profile_dir) if "version" in (spec.get("source") or {}) else None) or profile_dir
+    if spec.get("image"):
+        spec = {**spec, "image": built_image(spec, "image", profile_dir)}
+    objects: list[dict] = []
+    for m in spec.get("manifests") or []:
+        m = m.replace("${CACHE}", str(CACHE))
+        p = (base / m) if not Path(m).is_absolute() else Path(m)
+        if not p.exists():
+            raise OperatorError(f"operator manifest {p} not found; check `install.manifests` in the profile "
+                                f"(or run `make tools`)")
+        if p.is_dir() and (p / "kustomization.yaml").exists():
+            objects += _kustomize(p, kubectl)
+        else:
+            for f in sorted(p.glob("*.yaml")) if p.is_dir() else [p]:
+                objects += [d for d in yaml.safe_load_all(f.read_text()) if d]
+    ns = spec.get("namespace", "ray-system")
+    old_ns = {o["metadata"].get("namespace") for o in objects if o["metadata"].get("namespace")}
+    for o in objects:
+        if o["kind"] == "Namespace":
+            o["metadata"]["name"] = ns
+        elif o["metadata"].get("namespace") in old_ns:
+            o["metadata"]["namespace"] = ns
+        for s in o.get("subjects") or []:
+            if s.get("kind") == "ServiceAccount":
+                s["namespace"] = ns
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == spec.get("deployment", o["metadata"]["name"]):
+            _adjust_container(o, spec, feature_gates)
+    if not any(o["kind"] == "Namespace" for o in objects):
+        objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    return objects
+
+
+def built_image(spec: dict, key: str, profile_dir: Path) -> str | None:
+    """The image `spec[key]` names (the operator's `image`, its `submitterImage`) as it runs: a patched build under
+    its own tag (the local bed maps the tag to the build), else as given."""
+    image = spec.get(key)
+    if image and (spec.get("source") or {}).get("patch"):
+        image = f"{image.rsplit(':', 1)[0]}:{source_tag(spec['source'], profile_dir)[0]}"
+    return image
+
+
+def _adjust_container(dep: dict, spec: dict, feature_gates: dict[str, bool]) -> None:
+    containers = dep["spec"]["template"]["spec"]["containers"]
+    c = next((c for c in containers if c["name"] == spec.get("container")), containers[0])
+    if spec.get("image"):
+        c["image"] = spec["image"]
+    args = [a for a in c.get("args") or [] if not a.startswith("--feature-gates")]
+    if feature_gates:
+        args.append("--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in sorted(feature_gates.items())))
+    c["args"] = args + list(spec.get("args") or [])
+    env = [e for e in c.get("env") or [] if e["name"] not in (spec.get("env") or {})]
+    c["env"] = env + [{"name": k, "value": str(v)} for k, v in (spec.get("env") or {}).items()]
