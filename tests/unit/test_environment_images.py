@@ -40,7 +40,7 @@ def test_the_releases_a_test_swaps_in_are_made_ready_at_bring_up():
     session = Session(SimpleNamespace(ray_version="2.60.0", profile=profiles.load("kuberay-v1.6.1")))
     session.provider = Recording()
     session.env.cluster = Cluster(provider="local", name="local-cpu", kubeconfig=None)
-    earlier = profiles.load("kuberay-v1.5.1").install["local"]["image"]  # operatorUpgradeFrom: [kuberay-v1.5.1]
+    earlier = profiles.load("kuberay-v1.5.1").install["local"].image  # operatorUpgradeFrom: [kuberay-v1.5.1]
     assert session._earlier_operator_images() == [earlier]
     session._prepare_images(session._earlier_operator_images())
     assert session.provider.loads == [[earlier]]

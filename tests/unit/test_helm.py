@@ -1,5 +1,6 @@
 """Installing the operator with Helm: the plan (chart, values from the profile) and the commands rendered from it,
-and one-line errors for a missing chart or tool. Renders with a real helm only when the tool cache has it."""
+one-line errors for a bad helm section (when the profile loads) and a missing chart or tool. Renders with a real
+helm only when the tool cache has it."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rayconformance.operator import helm
+from rayconformance.operator import helm, install_section
 from rayconformance.operator.helm import HelmError
+from rayconformance.operator.install_section import SectionError
 
 CHART_VALUES = {
     "image": {"repository": "quay.io/kuberay/operator", "tag": "v1.7.0", "pullPolicy": "IfNotPresent"},
@@ -37,9 +39,10 @@ def tree(tmp_path) -> Path:
     return tmp_path
 
 
-def spec(**helm_section) -> dict:
-    return {"helm": {"chart": "helm-chart/kuberay-operator", **helm_section}, "namespace": "ray-system",
-            "image": "quay.io/kuberay/operator:tree-59d663aeec13", "env": {"RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": 30}}
+def spec(**helm_section) -> install_section.InstallSection:
+    return install_section.parse({"helm": {"chart": "helm-chart/kuberay-operator", **helm_section},
+                                  "namespace": "ray-system", "image": "quay.io/kuberay/operator:tree-59d663aeec13",
+                                  "env": {"RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": 30}}, "install.local")
 
 
 def test_plan_sets_image_feature_gates_and_env_from_the_profile(tree):
@@ -101,8 +104,13 @@ def test_chart_crds_are_read_from_the_chart_directory(tree):
     assert [c["metadata"]["name"] for c in crds] == ["rayclusters.ray.io"]
 
 
+def test_a_missing_chart_is_one_line(tree):
+    with pytest.raises(HelmError, match="helm chart .*helm-chart/missing not found") as e:
+        helm.plan(spec(chart="helm-chart/missing"), {}, tree, where="install.local")
+    assert "\n" not in str(e.value)
+
+
 @pytest.mark.parametrize("bad, message", [
-    ({"helm": {"chart": "helm-chart/missing"}}, "helm chart .*helm-chart/missing not found"),
     ({"helm": {"chart": "helm-chart/kuberay-operator", "wait": True}}, "unknown key.*wait"),
     ({"helm": {"chart": "helm-chart/kuberay-operator", "crds": "sometimes"}}, "crds must be one of apply, helm, skip"),
     ({"helm": {"chart": "helm-chart/kuberay-operator"}, "args": ["--x"]}, "args cannot be passed through a chart"),
@@ -110,10 +118,10 @@ def test_chart_crds_are_read_from_the_chart_directory(tree):
     ({"helm": {}}, "helm.chart must name a chart"),
     ({"helm": "kuberay-operator"}, "must be a mapping"),
 ])
-def test_bad_helm_sections_are_one_line(tree, bad, message):
-    with pytest.raises(HelmError, match=message) as e:
-        helm.plan(bad, {}, tree, where="install.local")
-    assert "\n" not in str(e.value)
+def test_bad_helm_sections_are_one_line_when_the_profile_loads(bad, message):
+    with pytest.raises(SectionError, match=message) as e:
+        install_section.parse(bad, "install.local")
+    assert "\n" not in str(e.value) and str(e.value).startswith("install.local")
 
 
 def test_a_missing_helm_binary_is_one_line(tmp_path):

@@ -11,8 +11,8 @@ import pytest
 from rayconformance.clusters.definition import SectionError
 from rayconformance.clusters.local import section
 from rayconformance.clusters.local.nodeagent import images
-from rayconformance.operator import profiles
-from rayconformance.operator.render import built_image
+from rayconformance.operator import install_section, profiles
+from rayconformance.operator.install_section import built_image
 from tests.unit.test_build_tools_prefetch import calls, run
 
 SUBMITTER = "quay.io/kuberay/submitter"  # the repository KubeRay's release workflow pushes the submitter to
@@ -116,10 +116,10 @@ def parse(text: str):
 def test_a_profile_claiming_the_light_weight_submitter_names_its_image():
     p = parse(f"install: {{local: {{image: quay.io/kuberay/operator:v1.6.1, submitterImage: {SUBMITTER}:v1.6.1}}}}\n"
               "features: [RayJobLightweightSubmitter]\n")
-    assert p.install["local"]["submitterImage"] == f"{SUBMITTER}:v1.6.1"
+    assert p.install["local"].submitter_image == f"{SUBMITTER}:v1.6.1"
     with pytest.raises(profiles.ProfileError, match="install.local names no 'submitterImage'"):
         parse("install: {local: {image: quay.io/kuberay/operator:v1.6.1}}\nfeatures: [RayJobLightweightSubmitter]\n")
-    with pytest.raises(profiles.ProfileError, match="submitterImage' must be an image with a tag"):
+    with pytest.raises(profiles.ProfileError, match="submitterImage must be an image with a tag"):
         parse(f"install: {{local: {{submitterImage: {SUBMITTER}}}}}\nfeatures: []\n")
 
 
@@ -128,22 +128,34 @@ def test_kuberay_profiles_with_the_submitter_name_its_image_with_the_operators_t
     p = profiles.load(name)
     assert "RayJobLightweightSubmitter" in p.features
     for how in p.install.values():
-        assert how["submitterImage"] == how["image"].replace("/operator:", "/submitter:")
+        assert how.submitter_image == how.image.replace("/operator:", "/submitter:")
 
 
 def test_releases_before_the_submitter_claim_none():
     for name in ("kuberay-v1.4.0", "kuberay-v1.4.2"):
         p = profiles.load(name)
         assert "RayJobLightweightSubmitter" not in p.features
-        assert not any(how.get("submitterImage") for how in p.install.values())
+        assert not any(how.submitter_image for how in p.install.values())
 
 
 def test_a_patched_builds_submitter_runs_under_the_builds_tag(tmp_path):
     patch = tmp_path / "wrong.patch"
     patch.write_text("x")
-    spec = {"source": {"name": "kuberay", "version": "v1.6.1", "patch": str(patch)},
-            "image": "quay.io/kuberay/operator:v1.6.1", "submitterImage": f"{SUBMITTER}:v1.6.1"}
-    operator, submitter = built_image(spec, "image", tmp_path), built_image(spec, "submitterImage", tmp_path)
+    spec = install_section.parse({"source": {"name": "kuberay", "version": "v1.6.1", "patch": str(patch)},
+                                  "image": "quay.io/kuberay/operator:v1.6.1", "submitterImage": f"{SUBMITTER}:v1.6.1"},
+                                 "install.local")
+    operator = built_image(spec, spec.image, tmp_path, "local")
+    submitter = built_image(spec, spec.submitter_image, tmp_path, "local")
     assert operator.startswith("quay.io/kuberay/operator:v1.6.1-wrong-")
     assert submitter == operator.replace("/operator:", "/submitter:")
-    assert built_image({"submitterImage": f"{SUBMITTER}:v1.6.1"}, "submitterImage", tmp_path) == f"{SUBMITTER}:v1.6.1"
+    plain = install_section.parse({"submitterImage": f"{SUBMITTER}:v1.6.1"}, "install.local")
+    assert built_image(plain, plain.submitter_image, tmp_path, "local") == f"{SUBMITTER}:v1.6.1"
+
+
+@pytest.mark.parametrize("provider, tag", [("local", "tree-59d663aeec13"), ("kind", "tree-59d663aeec13"),
+                                           ("existing", "v1.7.0")])
+def test_a_source_trees_build_runs_under_the_trees_tag_where_the_project_build_runs(tmp_path, provider, tag):
+    tree = {"name": "kuberay", "repository": "https://github.com/ray-project/kuberay", "ref": "v1.7.0"}
+    spec = install_section.parse({"source": tree, "image": "localhost:5000/operator:v1.7.0"}, "install.local")
+    assert built_image(spec, spec.image, tmp_path, provider, "tree-59d663aeec13") == f"localhost:5000/operator:{tag}"
+    assert built_image(spec, spec.image, tmp_path, provider) == "localhost:5000/operator:v1.7.0"  # no tree given

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace as NS
 
@@ -14,6 +15,7 @@ import yaml
 
 from rayconformance.operator import OperatorError, helm, helm_swap
 from rayconformance.operator import release_swap as op
+from rayconformance.operator.install_section import parse
 from rayconformance.operator.installer import INSTALLED_FILE
 from rayconformance.operator.source_tree import SourceTreeError, chart_at
 
@@ -100,7 +102,9 @@ def test_a_missing_ref_or_chart_is_one_line(tree, tmp_path, ref, chart, message)
 
 
 def profile(name: str, install: dict, gates: dict, version: str) -> NS:
-    return NS(name=name, install=install, feature_gates=gates, implementation={"version": version}, path=None)
+    """A profile of the install sections `install` (provider -> the section as a profile writes it)."""
+    return NS(name=name, install={p: parse(s, f"install.{p}") for p, s in install.items()}, feature_gates=gates,
+              implementation={"version": version}, path=Path(f"/profiles/{name}.yaml"))
 
 
 SESSION_SPEC = {"source": {"name": "kuberay", "repository": "https://github.com/ray-project/kuberay", "ref": "v1.7.0"},
@@ -111,9 +115,9 @@ SESSION_SPEC = {"source": {"name": "kuberay", "repository": "https://github.com/
                                     "featureGates": [], "env": []}}}
 SESSION = profile("kuberay-v1.7.0", {"kind": SESSION_SPEC}, {"RayServiceIncrementalUpgrade": True,
                                                              "GCSFaultToleranceEmbeddedStorage": True}, "v1.7.0")
-PREVIOUS = profile("kuberay-v1.6.2", {"kind": {"source": {"name": "kuberay", "version": "v1.6.2"},
-                                              "manifests": ["config/default"], "image": OLD_IMAGE, "args": [],
-                                              "env": {}, "namespace": "ray-system"}},
+PREVIOUS_SPEC = {"source": {"name": "kuberay", "version": "v1.6.2"}, "manifests": ["config/default"],
+                 "image": OLD_IMAGE, "args": [], "env": {}, "namespace": "ray-system"}
+PREVIOUS = profile("kuberay-v1.6.2", {"kind": PREVIOUS_SPEC},
                    {"RayClusterStatusConditions": True, "RayServiceIncrementalUpgrade": True}, "v1.6.2")
 
 
@@ -138,8 +142,8 @@ def run(tmp_path, tree, monkeypatch):
     chart in a build directory), the steps of the swap recorded in order in `run.seen`, helm a stand-in."""
     build = tmp_path / "build"
     write_chart(build, "1.7.0", NEW_GATES, ["rayclusters.ray.io"])
-    spec = {**SESSION_SPEC, "image": SESSION_IMAGE}
-    plan = helm.plan({k: v for k, v in spec.items() if k != "source"}, dict(SESSION.feature_gates), build)
+    spec = parse({**SESSION_SPEC, "image": SESSION_IMAGE}, "install.kind")
+    plan = helm.plan(replace(spec, source=None), dict(SESSION.feature_gates), build)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / helm.RECORD_FILE).write_text(yaml.safe_dump({"plan": {**plan.__dict__}, "kubeconfig": "/k/config",
@@ -232,8 +236,7 @@ def test_restore_upgrades_back_through_helm_when_the_test_stopped_midway(run, mo
 
 
 def test_a_tag_missing_from_the_tree_is_one_line_and_changes_nothing(run):
-    missing = profile("kuberay-v1.5.9", {"kind": {**PREVIOUS.install["kind"], "source": {"name": "kuberay",
-                                                                                           "version": "v1.5.9"}}},
+    missing = profile("kuberay-v1.5.9", {"kind": {**PREVIOUS_SPEC, "source": {"name": "kuberay", "version": "v1.5.9"}}},
                       {}, "v1.5.9")
     with pytest.raises(OperatorError, match=r"has no ref v1\.5\.9 \(the release kuberay-v1\.5\.9\): fetch the release "
                                             r"tags into it") as e:

@@ -9,6 +9,7 @@ import yaml
 from kubernetes.client.rest import ApiException
 
 from rayconformance.operator import OperatorError, installer
+from rayconformance.operator.install_section import InstallSection
 
 DEPLOYMENT = {"kind": "Deployment", "metadata": {"name": "kuberay-operator", "namespace": "ray-system"}}
 
@@ -29,7 +30,7 @@ def test_the_operator_is_ready_once_available_with_a_ready_replica(monkeypatch):
     states = [ApiException(status=404), "False", "True"]
     monkeypatch.setattr(installer.client, "AppsV1Api", lambda api: FakeApps(states))
     monkeypatch.setattr(installer, "wait_until", _fast(installer.wait_until))
-    installer.wait_ready({}, [DEPLOYMENT], None)
+    installer.wait_ready(InstallSection(), [DEPLOYMENT], None)
 
 
 def test_an_operator_never_available_is_one_line_naming_its_last_state(monkeypatch):
@@ -37,7 +38,7 @@ def test_an_operator_never_available_is_one_line_naming_its_last_state(monkeypat
     monkeypatch.setattr(installer, "wait_until", _fast(installer.wait_until))
     with pytest.raises(OperatorError, match=r"^operator Deployment ray-system/kuberay-operator not Available after 0s "
                                             r"\(Available=False, readyReplicas=0\); see the operator Pod's log"):
-        installer.wait_ready({"readyTimeoutSeconds": 0.05}, [DEPLOYMENT], None)
+        installer.wait_ready(InstallSection(ready_timeout_seconds=0.05), [DEPLOYMENT], None)
 
 
 def _fast(wait_until):

@@ -12,6 +12,7 @@ from kubernetes import client
 from rayconformance.kube.objects import object_key
 from rayconformance.operator import OperatorError
 from rayconformance.operator import release_swap as op
+from rayconformance.operator.install_section import InstallSection
 
 NEW, OLD = "quay.io/kuberay/operator:v1.6.1", "quay.io/kuberay/operator:v1.5.1"
 
@@ -79,7 +80,7 @@ def calls(monkeypatch):
     """The API-facing steps of the swap, recorded instead of run."""
     seen: list = []
     old_objects = [obj("ClusterRole", "old-only"), session_deployment(OLD)]
-    monkeypatch.setattr(op, "prepared", lambda spec, profile, provider, base=None: seen.append(("render", spec["image"]))
+    monkeypatch.setattr(op, "prepared", lambda spec, profile, provider, base=None: seen.append(("render", spec.image))
                         or old_objects)
     def replace_all(objs, api, scale, created=None):
         seen.append(("replace", [o["metadata"]["name"] for o in objs]))
@@ -90,17 +91,18 @@ def calls(monkeypatch):
     monkeypatch.setattr(op, "delete_all", lambda objs, api, t: seen.append(("delete", [o["metadata"]["name"]
                                                                                        for o in objs])))
     monkeypatch.setattr(op, "wait_rolled_out", lambda api, ns, name, image, t: seen.append(("rolled out", image)))
-    monkeypatch.setattr(op, "observe", lambda spec, objs, api: {"image": spec["image"]})
+    monkeypatch.setattr(op, "observe", lambda spec, objs, api: {"image": spec.image})
     return seen
 
 
 def swap() -> op.ReleaseSwap:
     provider = NS(kubectl=lambda: "kubectl")
     session = [obj("CustomResourceDefinition", "rayservices.ray.io"), session_deployment()]
-    return op.ReleaseSwap(None, provider, "local", {"image": NEW}, session)
+    return op.ReleaseSwap(None, provider, "local", InstallSection(image=NEW), session)
 
 
-PREVIOUS = NS(name="kuberay-v1.5.1", install={"local": {"image": OLD}}, feature_gates={}, path=Path("/p/x.yaml"))
+PREVIOUS = NS(name="kuberay-v1.5.1", install={"local": InstallSection(image=OLD)}, feature_gates={},
+              path=Path("/p/x.yaml"))
 
 
 def test_swap_installs_the_earlier_release_then_upgrades_and_removes_what_only_it_had(calls):
@@ -127,4 +129,5 @@ def test_restore_puts_the_session_install_back_when_the_test_stopped_midway(call
 
 def test_an_earlier_release_without_an_install_for_the_provider_is_one_line(calls):
     with pytest.raises(OperatorError, match="profile kuberay-v1.5.1 has no install.local"):
-        swap().install_previous(NS(name="kuberay-v1.5.1", install={"kind": {}}, feature_gates={}, path=None))
+        swap().install_previous(NS(name="kuberay-v1.5.1", install={"kind": InstallSection()}, feature_gates={},
+                                   path=None))

@@ -54,6 +54,30 @@ def test_bad_ray_versions_are_one_line(extra, expected):
     assert expected in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("install, expected", [
+    ("{local: {image: a:b, wait: true}}", "install.local: unknown key(s) wait (allowed: source, manifests, helm,"),
+    ("{local: {helm: {chart: c, crds: sometimes}}}", "install.local.helm.crds must be one of apply, helm, skip"),
+    ("{local: {helm: {chart: c}, args: [--x]}}", "install.local.args cannot be passed through a chart"),
+    ("{kind: {source: {name: kuberay}}}", "install.kind.source: a released source takes name, version, patch "
+                                          "(missing version)"),
+    ("{local: {readyTimeoutSeconds: soon}}", "install.local.readyTimeoutSeconds must be a number of seconds"),
+    ("{local: {manifests: config/default}}", "install.local.manifests must be a list of strings"),
+    ("{local: {env: [A]}}", "install.local.env must be a mapping"),
+])
+def test_a_bad_install_section_stops_the_load_in_one_line(install, expected):
+    """The install sections are typed when the profile loads: a run stops before bring-up, naming the key."""
+    with pytest.raises(profiles.ProfileError) as e:
+        parse(f"install: {install}\n")
+    assert expected in str(e.value) and "\n" not in str(e.value) and "profiles/template.yaml" in str(e.value)
+
+
+def test_an_install_section_is_typed_with_its_defaults():
+    spec = parse("install: {local: {source: {name: kuberay, version: v1.6.1}, manifests: [config/default]}}\n"
+                 ).install["local"]
+    assert (spec.source.version, spec.source.is_tree, spec.manifests) == ("v1.6.1", False, ("config/default",))
+    assert (spec.namespace, spec.deployment, spec.helm, spec.ready_timeout_seconds) == ("ray-system", None, None, 300)
+
+
 def test_shipped_kuberay_profiles_default_to_ray_2_60():
     for name in profiles.known():
         p = profiles.load(name)

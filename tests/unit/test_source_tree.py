@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rayconformance.operator import profiles, source_tree
+from rayconformance.operator import install_section, profiles, source_tree
+from rayconformance.operator.install_section import SectionError, retagged
 from rayconformance.operator.source_tree import SourceTreeError, TreeKey
 
 REPO = Path(__file__).resolve().parents[2]
@@ -141,7 +142,7 @@ def test_a_tree_profile_without_a_tree_is_one_line_naming_source_and_option(name
             source_tree.require_tree(profile, provider)
         msg = str(e.value)
         assert "\n" not in msg
-        for part in (name, "https://github.com/ray-project/kuberay", profile.install[provider]["source"]["ref"],
+        for part in (name, "https://github.com/ray-project/kuberay", profile.install[provider].source.ref,
                      "--operator-tree", "RAYCONF_OPERATOR_TREE"):
             assert part in msg
 
@@ -159,19 +160,22 @@ def test_the_tree_comes_from_the_option_else_the_environment(repo, tmp_path, mon
     assert source_tree.require_tree(profile, "local", str(other)).tree == other.resolve()
 
 
-def test_a_tree_source_has_name_repository_and_ref():
-    with pytest.raises(SourceTreeError, match="missing ref"):
-        source_tree.check_source({"name": "kuberay", "repository": "https://github.com/ray-project/kuberay"}, "x")
-    with pytest.raises(SourceTreeError, match="unknown version"):
-        source_tree.check_source({"name": "kuberay", "repository": "r", "ref": "v1", "version": "v1"}, "x")
-    assert not source_tree.is_tree_source({"name": "kuberay", "version": "v1.6.2"})
+def test_a_tree_source_has_name_repository_and_ref_when_the_profile_loads():
+    with pytest.raises(SectionError, match="missing ref"):
+        install_section.parse({"source": {"name": "kuberay", "repository": "https://github.com/ray-project/kuberay"}},
+                              "install.local")
+    with pytest.raises(SectionError, match="unknown version"):
+        install_section.parse({"source": {"name": "kuberay", "repository": "r", "ref": "v1", "version": "v1"}}, "x")
+    with pytest.raises(SectionError, match="only KubeRay trees"):
+        install_section.parse({"source": {"name": "other", "repository": "r", "ref": "v1"}}, "x")
+    assert not install_section.parse({"source": {"name": "kuberay", "version": "v1.6.2"}}, "x").source.is_tree
 
 
 def test_the_build_image_is_the_profile_repository_with_the_tree_tag():
     key = TreeKey(Path("/t"), "ray-operator", None, "59d663aeec13760646da3db9c1cf8cfe883e30b7", "ab" * 32)
-    assert source_tree.image_for("quay.io/kuberay/operator:v1.7.0", key) == \
+    assert retagged("quay.io/kuberay/operator:v1.7.0", key.tag) == \
         "quay.io/kuberay/operator:tree-59d663aeec13-dirty-abababab"
-    assert source_tree.image_for("localhost:5000/operator", key).startswith("localhost:5000/operator:tree-")
+    assert retagged("localhost:5000/operator", key.tag).startswith("localhost:5000/operator:tree-")
 
 
 def test_build_asks_the_tool_cache_for_the_tree_tag(repo, tmp_path, monkeypatch):
@@ -248,7 +252,7 @@ def test_a_kind_image_already_in_the_archive_index_is_not_rebuilt(monkeypatch):
     from rayconformance.clusters import kind as kindtools
 
     key = TreeKey(Path("/t"), "ray-operator", None, "59d663aeec13760646da3db9c1cf8cfe883e30b7", None)
-    image = source_tree.image_for("quay.io/kuberay/operator:v1.7.0", key)
+    image = retagged("quay.io/kuberay/operator:v1.7.0", key.tag)
     monkeypatch.setattr(kindtools, "image_archives", lambda: {image: Path("/x.tar")})
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("build-app-images.sh ran"))
     assert source_tree.ensure_kind_image(key, image) == image
@@ -261,10 +265,9 @@ def test_resolve_install_gives_the_build_and_its_image_where_the_project_build_r
     monkeypatch.setattr(source_tree, "build", lambda key: source_tree.TreeBuild(key, tmp_path / f"kuberay-{key.tag}"))
     monkeypatch.setattr(source_tree, "build_submitter", lambda key: tmp_path / f"kuberay-{key.tag}" / "bin" / "submitter")
     spec = profiles.load("kuberay-v1.7.0").install[provider]
-    base, resolved = source_tree.resolve_install(spec, provider, "kuberay-v1.7.0", str(repo))
-    key = source_tree.tree_key(repo)
-    assert base == tmp_path / f"kuberay-{key.tag}"
-    assert resolved["image"].startswith(image) and spec["image"] == "quay.io/kuberay/operator:v1.7.0"
+    base, resolved, key = source_tree.resolve_install(spec, provider, "kuberay-v1.7.0", str(repo))
+    assert key == source_tree.tree_key(repo) and base == tmp_path / f"kuberay-{key.tag}"
+    assert resolved.image.startswith(image) and spec.image == "quay.io/kuberay/operator:v1.7.0"
     # the submitter image of the same build, under the same tag
-    assert resolved["submitterImage"] == resolved["image"].replace("/operator:", "/submitter:")
+    assert resolved.submitter_image == resolved.image.replace("/operator:", "/submitter:")
     assert source_tree.resolve_install(profiles.load("kuberay-v1.6.2").install[provider], provider, "x") is None

@@ -49,7 +49,10 @@ def test_an_unwritable_cache_is_one_line(tmp_path, monkeypatch):
 
 def test_a_patched_operator_source_is_its_own_build(tmp_path, monkeypatch):
     """`source.patch` builds the release patched under `<version>-<patch>-<hash>`; editing the patch is a new tag."""
-    from rayconformance.operator import OperatorError, source
+    from dataclasses import replace
+
+    from rayconformance.operator import source
+    from rayconformance.operator.install_section import InstallSection, SectionError, Source
 
     monkeypatch.setattr(toolcache, "CACHE", tmp_path)
     patch = tmp_path / "raycluster-wrong.patch"
@@ -62,14 +65,14 @@ def test_a_patched_operator_source_is_its_own_build(tmp_path, monkeypatch):
         return subprocess.CompletedProcess(argv, 0)
 
     monkeypatch.setattr(toolcache.subprocess, "run", fake_run)
-    src = {"name": "kuberay", "version": "v1.6.1", "patch": patch.name}
-    first = source.source_dir({"source": src}, tmp_path)
+    src = Source(name="kuberay", version="v1.6.1", patch=patch.name)
+    first = source.source_dir(InstallSection(source=src), tmp_path)
     patch.write_text("--- a/x\n+++ b/x\n@@\n")
-    second = source.source_dir({"source": src}, tmp_path)
+    second = source.source_dir(InstallSection(source=src), tmp_path)
     assert first.name.startswith("kuberay-v1.6.1-raycluster-wrong-") and second.name != first.name
     assert [b[1:] for b in builds] == [("v1.6.1", str(patch))] * 2
-    with pytest.raises(OperatorError, match="patch .*missing.patch not found"):
-        source.source_dir({"source": {**src, "patch": "missing.patch"}}, tmp_path)
+    with pytest.raises(SectionError, match="patch .*missing.patch not found"):
+        source.source_dir(InstallSection(source=replace(src, patch="missing.patch")), tmp_path)
 
 
 def test_a_cache_under_tmp_is_refused_in_one_line():

@@ -21,9 +21,9 @@ From the profile the suite sets the chart's values `image.repository`/`image.tag
 list of {name, value}); `helm.values` go over those. A chart has no value for arbitrary container args, so a helm
 install with `args` is refused: set the chart's values instead.
 
-This module renders the values and the commands (`upgrade --install`, `template`, `uninstall`) and runs them with
-the Helm CLI from the tool cache (HELM_VERSION in clusters/local/versions.env, built on first use); every failure
-is a one-line HelmError.
+The section is checked when the profile loads (install_section.py). This module renders the values and the
+commands (`upgrade --install`, `template`, `uninstall`) and runs them with the Helm CLI from the tool cache
+(HELM_VERSION in clusters/local/versions.env, built on first use); every failure is a one-line HelmError.
 """
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ from pathlib import Path
 
 import yaml
 
-HELM_KEYS = ("chart", "repository", "version", "release", "values", "crds")
-CRD_MODES = ("apply", "helm", "skip")
+from .install_section import InstallSection
+
 DEFAULT_TIMEOUT = 300.0
 
 
@@ -98,52 +98,34 @@ def split_image(image: str) -> tuple[str, str | None]:
     return repo, tag
 
 
-def plan(spec: dict, feature_gates: dict[str, bool], chart_base: Path, where: str = "install") -> HelmPlan:
-    """The helm install of an install section (`spec`, with its `helm` mapping): the chart resolved against
+def plan(spec: InstallSection, feature_gates: dict[str, bool], chart_base: Path, where: str = "install") -> HelmPlan:
+    """The helm install of an install section (`spec`, with its `helm` chart): the chart resolved against
     `chart_base` (the source tree's build in the tool cache, or the profile's directory), and the values."""
-    h = spec.get("helm")
-    if not isinstance(h, dict):
-        raise HelmError(f"{where}.helm must be a mapping (chart, repository, version, release, values, crds)")
-    unknown = sorted(set(h) - set(HELM_KEYS))
-    if unknown:
-        raise HelmError(f"{where}.helm: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(HELM_KEYS)})")
-    if not isinstance(h.get("chart"), str) or not h["chart"]:
-        raise HelmError(f"{where}.helm.chart must name a chart directory (relative to the source tree) or, with "
-                        f"`repository`, a chart")
-    if spec.get("args"):
-        raise HelmError(f"{where}.args cannot be passed through a chart; set the chart's values in {where}.helm.values")
-    crds = h.get("crds", "apply")
-    if crds not in CRD_MODES:
-        raise HelmError(f"{where}.helm.crds must be one of {', '.join(CRD_MODES)}, got '{crds}'")
-    user_values = h.get("values") or {}
-    if not isinstance(user_values, dict):
-        raise HelmError(f"{where}.helm.values must be a mapping of the chart's values")
-    repository = h.get("repository")
+    h = spec.helm
+    if h is None:
+        raise HelmError(f"{where} names no helm chart")
+    repository = h.repository
     if repository:
-        if not h.get("version"):
-            raise HelmError(f"{where}.helm: a chart from a repository needs `version` (the chart version to install)")
         # an OCI registry reference names the chart itself; a chart repository URL goes to --repo
-        chart = f"{repository.rstrip('/')}/{h['chart']}" if repository.startswith("oci://") else h["chart"]
+        chart = f"{repository.rstrip('/')}/{h.chart}" if repository.startswith("oci://") else h.chart
         defaults = {}
     else:
-        p = Path(h["chart"])
+        p = Path(h.chart)
         p = p if p.is_absolute() else Path(chart_base) / p
         if not (p / "Chart.yaml").is_file():
             raise HelmError(f"helm chart {p} not found (no Chart.yaml); check {where}.helm.chart (relative to the "
                             f"source tree) or the tree given")
         chart, defaults = str(p), chart_values(p)
     values: dict = {}
-    if spec.get("image"):
-        repo, tag = split_image(spec["image"])
+    if spec.image:
+        repo, tag = split_image(spec.image)
         values["image"] = {"repository": repo, **({"tag": tag} if tag else {})}
     if feature_gates:
         values["featureGates"] = feature_gate_values(defaults.get("featureGates"), feature_gates)
-    if spec.get("env"):
-        values["env"] = [{"name": k, "value": str(v)} for k, v in spec["env"].items()]
-    release = h.get("release") or Path(h["chart"]).name
-    return HelmPlan(release=release, namespace=spec.get("namespace", "ray-system"), chart=chart,
-                    repository=repository, version=h.get("version"), crds=crds,
-                    values=deep_merge(values, user_values))
+    if spec.env:
+        values["env"] = [{"name": k, "value": str(v)} for k, v in spec.env.items()]
+    return HelmPlan(release=h.release or Path(h.chart).name, namespace=spec.namespace, chart=chart,
+                    repository=repository, version=h.version, crds=h.crds, values=deep_merge(values, h.values))
 
 
 def write_values(p: HelmPlan, path: Path) -> Path:
@@ -236,8 +218,9 @@ RECORD_FILE = "operator-helm.yaml"  # in the run directory: what `uninstall_rele
 VALUES_FILE = "helm-values.yaml"  # in the run directory: the values of the release installed
 
 
-def install_release(spec: dict, feature_gates: dict[str, bool], base: Path, kubeconfig: str | Path, run_dir: Path,
-                    api, extra: list[dict], scale: float = 1.0, where: str = "install", load_images=None) -> list[dict]:
+def install_release(spec: InstallSection, feature_gates: dict[str, bool], base: Path, kubeconfig: str | Path,
+                    run_dir: Path, api, extra: list[dict], scale: float = 1.0, where: str = "install",
+                    load_images=None) -> list[dict]:
     """Install the operator with Helm: `extra`, the install's other `manifests` rendered, first (e.g. CRDs the
     operator needs before it starts), the chart's CRDs when `crds: apply` (created or replaced by the suite, as Helm never upgrades them),
     then `helm upgrade --install`. `load_images(objects)` (the provider's, if it loads images) runs before anything

@@ -18,6 +18,7 @@ import yaml
 from rayconformance.kube.objects import replace_all
 
 from . import OperatorError, helm, operator_errors, source_tree
+from .install_section import HelmChart, InstallSection, built_image
 
 CHARTS_DIR = "operator-charts"  # in the run directory: earlier releases' charts, one directory per commit
 # the values the suite sets from a release's own profile, dropped from the session's `helm.values` for another release
@@ -52,29 +53,30 @@ def session_release(run_dir: Path, tree: str | None = None) -> HelmSession | Non
 def earlier_ref(previous, provider: str) -> str:
     """The git ref of the earlier release: its install source's `ref` or `version`, else its implementation's
     `version`."""
-    src = (previous.install.get(provider) or {}).get("source") or {}
-    ref = src.get("ref") or src.get("version") or (previous.implementation or {}).get("version")
+    spec = previous.install.get(provider)
+    src = spec.source if spec is not None else None
+    ref = (src and (src.ref or src.version)) or (previous.implementation or {}).get("version")
     if not ref:
         raise OperatorError(f"profile {previous.name} names no version (implementation.version or "
                             f"install.{provider}.source.version), so its chart cannot be found in the operator tree")
     return str(ref)
 
 
-def session_values(session_spec: dict) -> dict:
+def session_values(session_spec: InstallSection) -> dict:
     """The session's own `helm.values` that also hold for another release: all but the image's repository and tag,
     the feature gates and env (the suite sets those from the other release's profile)."""
-    values = {k: v for k, v in ((session_spec.get("helm") or {}).get("values") or {}).items()
+    values = {k: v for k, v in (session_spec.helm.values if session_spec.helm else {}).items()
               if k not in RELEASE_VALUES}
     if isinstance(values.get("image"), dict):
         values["image"] = {k: v for k, v in values["image"].items() if k not in RELEASE_IMAGE_VALUES}
     return values
 
 
-def earlier_plan(session: HelmSession, session_spec: dict, previous, provider: str) -> helm.HelmPlan:
+def earlier_plan(session: HelmSession, session_spec: InstallSection, previous, provider: str) -> helm.HelmPlan:
     """The Helm install of the earlier release `previous` (a profile) over the session's release: its own chart at
     its tag, extracted under the run directory; the session's release name, namespace, CRD mode and
     `session_values`; the earlier profile's image, env and feature gates over its chart's own feature-gate list."""
-    p, chart = session.plan, (session_spec.get("helm") or {}).get("chart")
+    p, chart = session.plan, session_spec.helm.chart if session_spec.helm else None
     if p.repository or not isinstance(chart, str) or Path(chart).is_absolute():
         raise OperatorError(f"the session's operator chart is not a directory of a source tree, so the chart of the "
                             f"earlier release {previous.name} cannot be taken from the same repository at its tag")
@@ -85,9 +87,13 @@ def earlier_plan(session: HelmSession, session_spec: dict, previous, provider: s
         chart_dir = source_tree.chart_at(session.tree, earlier_ref(previous, provider), chart,
                                          session.run_dir / CHARTS_DIR, release=previous.name)
     own = previous.install[provider]
-    user = session_values(session_spec)
-    spec = {"helm": {"chart": str(chart_dir), "release": p.release, "crds": p.crds, "values": user},
-            "namespace": p.namespace, **{k: own[k] for k in ("image", "env", "args") if own.get(k)}}
+    spec = InstallSection(helm=HelmChart(chart=str(chart_dir), release=p.release, crds=p.crds,
+                                         values=session_values(session_spec)),
+                          namespace=p.namespace, env=own.env, args=own.args,
+                          image=built_image(own, own.image, previous.path.parent, provider))
+    if spec.args:
+        raise OperatorError(f"profile {previous.name} install.{provider}.args cannot be passed through a chart; "
+                            f"set the chart's values in the session's install.{provider}.helm.values")
     with operator_errors():
         return helm.plan(spec, dict(previous.feature_gates), chart_dir, where=f"profile {previous.name} "
                          f"install.{provider} (as a Helm release)")

@@ -3,6 +3,7 @@ uninstalling it. What was installed is written to the run directory (`INSTALLED_
 the release swap read it back."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -14,9 +15,9 @@ from rayconformance.kube.client import api_client
 from rayconformance.kube.objects import DELETE_TIMEOUT, create_all, delete_all
 
 from . import OperatorError, helm, operator_errors, source_tree
-from .render import INSTALL_KEYS, built_image, render
+from .install_section import InstallSection, built_image
+from .render import render
 
-READY_TIMEOUT = 300.0  # seconds, before --timeout-scale: the default of install.<provider>.readyTimeoutSeconds
 INSTALLED_FILE = "operator-install.yaml"
 KEPT_CRDS_FILE = "operator-kept-crds.yaml"  # CRDs the cluster had before the install: the uninstall leaves them
 
@@ -30,10 +31,10 @@ def install(profile, cluster, run_dir: Path, provider, scale: float = 1.0, tree:
     spec, base, facts = section(profile, cluster.provider, tree)
     api = api_client(cluster.kubeconfig)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if spec.get("helm"):
+    if spec.helm:
         with operator_errors():
-            extra = (render({"manifests": spec["manifests"], "namespace": spec.get("namespace", "ray-system")}, {},
-                            base, provider.kubectl()) if spec.get("manifests") else [])
+            extra = (render(InstallSection(manifests=spec.manifests, namespace=spec.namespace), {}, base,
+                            provider.kubectl()) if spec.manifests else [])
             objects = helm.install_release(spec, dict(profile.feature_gates), base, cluster.kubeconfig, run_dir, api,
                                            extra, scale, f"install.{cluster.provider}",
                                            load_images=provider.prepare_images)
@@ -44,7 +45,7 @@ def install(profile, cluster, run_dir: Path, provider, scale: float = 1.0, tree:
         with operator_errors():
             (run_dir / KEPT_CRDS_FILE).write_text(yaml.safe_dump(present_crds(objects, api)))
             create_all(objects, api, scale)
-    if submitter := built_image(spec, "submitterImage", profile.path.parent):
+    if submitter := built_image(spec, spec.submitter_image, profile.path.parent, cluster.provider):
         with operator_errors():
             provider.prepare_images([{"kind": "Pod", "spec": {"containers": [{"image": submitter}]}}])
         facts["submitterImage"] = submitter
@@ -52,29 +53,23 @@ def install(profile, cluster, run_dir: Path, provider, scale: float = 1.0, tree:
     return {**observe(spec, objects, api), **facts}
 
 
-def section(profile, provider: str, tree: str | None = None) -> tuple[dict, Path, dict]:
-    """The profile's install section for `provider`, checked; the directory its manifests or chart are relative
-    to (the profile's own, or a source tree's build: source_tree.py); and what the report says of the operator's
-    source and install method."""
+def section(profile, provider: str, tree: str | None = None) -> tuple[InstallSection, Path, dict]:
+    """The profile's install section for `provider` (typed and checked when the profile loaded), with a source
+    tree's build resolved; the directory its manifests or chart are relative to (the profile's own, or the tree's
+    build: source_tree.py); and what the report says of the operator's source and install method."""
     spec = profile.install[provider]
-    unknown = set(spec) - INSTALL_KEYS
-    if unknown:
-        raise OperatorError(f"profile {profile.name}: unknown key(s) {', '.join(sorted(unknown))} under "
-                            f"install.{provider} (allowed: {', '.join(sorted(INSTALL_KEYS))})")
-    facts = {"installMethod": "helm" if spec.get("helm") else "manifests"}
+    facts = {"installMethod": "helm" if spec.helm else "manifests"}
     with operator_errors():
         resolved = source_tree.resolve_install(spec, provider, profile.name, tree)
-        if resolved is None:
-            return spec, profile.path.parent, facts
-        key = source_tree.tree_key(source_tree.tree_path(tree))
-    src = spec["source"]
-    facts["source"] = {"repository": src.get("repository"), "ref": src.get("ref"), "commit": key.commit,
+    if resolved is None:
+        return spec, profile.path.parent, facts
+    base, spec, key = resolved
+    facts["source"] = {"repository": spec.source.repository, "ref": spec.source.ref, "commit": key.commit,
                        "build": key.tag, "modified": key.dirty is not None}
-    base, spec = resolved
-    return {k: v for k, v in spec.items() if k != "source"}, base, facts
+    return replace(spec, source=None), base, facts
 
 
-def prepared(spec: dict, profile, provider, base: Path | None = None) -> list[dict]:
+def prepared(spec: InstallSection, profile, provider, base: Path | None = None) -> list[dict]:
     """The objects of `spec` (an install section of `profile`), rendered with the provider's kubectl, their
     images prepared on the cluster by the provider."""
     with operator_errors():
@@ -115,20 +110,20 @@ def present_crds(objects: list[dict], api: client.ApiClient) -> list[str]:
     return sorted(c.metadata.name for c in served if c.metadata.name in names and not c.metadata.deletion_timestamp)
 
 
-def deployment_of(spec: dict, objects: list[dict]) -> dict:
+def deployment_of(spec: InstallSection, objects: list[dict]) -> dict:
     """The operator's Deployment among the install's objects: the one `spec` names, else the first."""
     deps = [o for o in objects if o["kind"] == "Deployment"]
     if not deps:
         raise OperatorError("the operator's manifests contain no Deployment; set `install.<provider>.deployment`")
-    return next((d for d in deps if d["metadata"]["name"] == spec.get("deployment")), deps[0])
+    return next((d for d in deps if d["metadata"]["name"] == spec.deployment), deps[0])
 
 
-def ready_timeout(spec: dict, scale: float) -> float:
+def ready_timeout(spec: InstallSection, scale: float) -> float:
     """How long the operator of an install section may take to become ready, in seconds."""
-    return float(spec.get("readyTimeoutSeconds", READY_TIMEOUT)) * scale
+    return spec.ready_timeout_seconds * scale
 
 
-def wait_ready(spec: dict, objects: list[dict], api: client.ApiClient, scale: float = 1.0) -> None:
+def wait_ready(spec: InstallSection, objects: list[dict], api: client.ApiClient, scale: float = 1.0) -> None:
     """Wait until the operator's Deployment is Available with a ready replica; OperatorError naming its state."""
     dep = deployment_of(spec, objects)
     ns, name = dep["metadata"]["namespace"], dep["metadata"]["name"]
@@ -159,7 +154,7 @@ def _availability(apps: client.AppsV1Api, ns: str, name: str) -> tuple[bool, str
             f"Available={avail.status if avail else 'unset'}, readyReplicas={ready}")
 
 
-def observe(spec: dict, objects: list[dict], api: client.ApiClient) -> dict:
+def observe(spec: InstallSection, objects: list[dict], api: client.ApiClient) -> dict:
     """What runs in the cluster: the Deployment's image, args and feature gates as read back from the API."""
     dep = deployment_of(spec, objects)
     d = client.AppsV1Api(api).read_namespaced_deployment(dep["metadata"]["name"], dep["metadata"]["namespace"])

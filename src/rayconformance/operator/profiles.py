@@ -2,7 +2,8 @@
 which it lacks (no API for them).
 
 `load(name_or_path)` validates a profile by hand against the shape documented in profiles/template.yaml and
-returns a frozen `Profile`; any problem is a `ProfileError` whose message is one line.
+returns a frozen `Profile`, its install sections typed (install_section.py); any problem is a `ProfileError` whose
+message is one line.
 """
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from pathlib import Path
 import yaml
 
 from rayconformance import features
+
+from .install_section import InstallSection, SectionError
+from .install_section import parse as parse_section
 
 PROFILES_DIR = Path(__file__).resolve().parents[3] / "profiles"  # the checkout's profiles/
 API_VERSION = "rayconformance.io/v1alpha1"
@@ -26,7 +30,6 @@ DEPLOYMENT_KEYS = ("namespace", "name")
 RAY_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 UPGRADE_FEATURE = "RayServiceOperatorUpgrade"  # needs operatorUpgradeFrom
 SUBMITTER_FEATURE = "RayJobLightweightSubmitter"  # needs install.<provider>.submitterImage
-IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*:[\w][\w.-]*$")  # repository:tag
 
 
 class ProfileError(ValueError):
@@ -45,7 +48,7 @@ class Profile:
     path: Path
     implementation: dict  # organization, project, url, version, contact (list)
     features: tuple[str, ...]
-    install: dict = field(default_factory=dict)  # provider -> opaque mapping, read by src/rayconformance/operator/
+    install: dict[str, InstallSection] = field(default_factory=dict)  # provider -> how to install the operator
     readiness: Readiness | None = None
     feature_gates: dict = field(default_factory=dict)  # gate name -> bool
     ray_version: str | None = None  # the default Ray version: the first of ray_versions
@@ -126,12 +129,12 @@ def parse(raw, path: Path) -> Profile:
 
     from rayconformance.providers import names as provider_names
 
-    install = mapping({} if raw.get("install") is None else raw["install"], "install", tuple(provider_names()))
-    for provider, how in install.items():
-        mapping(how, f"install.{provider}")
-        submitter = how.get("submitterImage")
-        if submitter is not None and not (isinstance(submitter, str) and IMAGE.match(submitter)):
-            fail(f"'install.{provider}.submitterImage' must be an image with a tag (repository:tag), got {submitter!r}")
+    raw_install = mapping({} if raw.get("install") is None else raw["install"], "install", tuple(provider_names()))
+    try:  # an empty section installs nothing, as a provider without one
+        install = {provider: parse_section(how, f"install.{provider}") for provider, how in raw_install.items()
+                   if how != {}}
+    except SectionError as e:
+        fail(str(e))
 
     readiness = None
     if raw.get("readiness") is not None:
@@ -189,7 +192,7 @@ def parse(raw, path: Path) -> Profile:
         fail(f"it claims {both[0]}, which it also lists under 'lacks'; a release claims only what it has")
     if UPGRADE_FEATURE in claimed and not upgrade_from:
         fail(f"it claims {UPGRADE_FEATURE} but names no 'operatorUpgradeFrom' (the release it is upgraded from)")
-    if SUBMITTER_FEATURE in claimed and (lacking := [p for p, how in install.items() if not how.get("submitterImage")]):
+    if SUBMITTER_FEATURE in claimed and (lacking := [p for p, how in install.items() if not how.submitter_image]):
         fail(f"it claims {SUBMITTER_FEATURE} but install.{lacking[0]} names no 'submitterImage' (the operator's "
              "light-weight RayJob submitter image)")
 

@@ -14,6 +14,7 @@ from rayconformance.kube.client import running_and_ready
 from rayconformance.kube.objects import DELETE_TIMEOUT, delete_all, object_key, replace_all
 
 from . import OperatorError, helm, helm_swap, operator_errors
+from .install_section import InstallSection
 from .installer import deployment_of, installed_objects, observe, prepared, ready_timeout, section
 
 
@@ -69,7 +70,7 @@ class ReleaseSwap:
     (`INSTALLED_FILE`), `session_spec` its profile's install section for the provider, `helm_session` its Helm
     install when it made one (then the swap goes through Helm)."""
 
-    def __init__(self, api: client.ApiClient, provider, provider_name: str, session_spec: dict,
+    def __init__(self, api: client.ApiClient, provider, provider_name: str, session_spec: InstallSection,
                  session_objects: list[dict], scale: float = 1.0, helm_session: helm_swap.HelmSession | None = None):
         self.api, self.provider, self.provider_name, self.scale = api, provider, provider_name, scale
         self.session_spec, self.session_objects, self.helm = session_spec, session_objects, helm_session
@@ -84,10 +85,10 @@ class ReleaseSwap:
         `tree` is the source tree the session's install was built from (--operator-tree), for a Helm install."""
         spec = profile.install.get(provider_name)
         objects = installed_objects(run_dir)
-        if not spec or objects is None:
+        if spec is None or objects is None:
             return None
-        session = helm_swap.session_release(run_dir, tree) if spec.get("helm") else None
-        if spec.get("helm") and session is None:
+        session = helm_swap.session_release(run_dir, tree) if spec.helm else None
+        if spec.helm and session is None:
             raise OperatorError(f"the session's Helm install left no record ({run_dir}/{helm.RECORD_FILE}), so "
                                 f"the operator cannot be swapped through Helm (was the install interrupted?)")
         return cls(api, provider, provider_name, spec, objects, scale, session)
@@ -96,7 +97,7 @@ class ReleaseSwap:
         """Install the release of the profile `previous` in place of the session's operator (its CRDs replace the
         session's, its Deployment the session's; for a Helm install, the session's Helm release downgraded to the
         earlier release's chart), wait until it runs; returns what is observed running."""
-        if not previous.install.get(self.provider_name):
+        if self.provider_name not in previous.install:
             raise OperatorError(f"profile {previous.name} has no install.{self.provider_name}; it cannot be "
                                 f"installed as the release to upgrade from")
         if self.helm is not None:

@@ -11,10 +11,8 @@ import yaml
 from rayconformance.clusters.toolcache import CACHE
 
 from . import OperatorError
-from .source import source_dir, source_tag
-
-INSTALL_KEYS = {"source", "manifests", "helm", "namespace", "deployment", "container", "image", "args", "env",
-                "readyTimeoutSeconds", "submitterImage"}
+from .install_section import InstallSection, built_image
+from .source import source_dir
 
 
 def _kustomize(path: Path, kubectl: str) -> list[dict]:
@@ -24,15 +22,14 @@ def _kustomize(path: Path, kubectl: str) -> list[dict]:
     return [d for d in yaml.safe_load_all(r.stdout) if d]
 
 
-def render(spec: dict, feature_gates: dict[str, bool], profile_dir: Path, kubectl: str) -> list[dict]:
+def render(spec: InstallSection, feature_gates: dict[str, bool], profile_dir: Path, kubectl: str) -> list[dict]:
     """All objects of the install, with namespace, image, args, env and feature gates applied; `kubectl` renders
     kustomize directories (the provider's kubectl). `profile_dir` is what relative manifests are relative to (a
-    source tree's build for a tree source, rayconformance.operator.source_tree)."""
-    base = (source_dir(spec, profile_dir) if "version" in (spec.get("source") or {}) else None) or profile_dir
-    if spec.get("image"):
-        spec = {**spec, "image": built_image(spec, "image", profile_dir)}
+    source tree's build for a tree source, whose section comes resolved: source_tree.resolve_install)."""
+    base = source_dir(spec, profile_dir) or profile_dir
+    image = built_image(spec, spec.image, profile_dir, provider="")  # a tree source is resolved before
     objects: list[dict] = []
-    for m in spec.get("manifests") or []:
+    for m in spec.manifests:
         m = m.replace("${CACHE}", str(CACHE))
         p = (base / m) if not Path(m).is_absolute() else Path(m)
         if not p.exists():
@@ -43,7 +40,7 @@ def render(spec: dict, feature_gates: dict[str, bool], profile_dir: Path, kubect
         else:
             for f in sorted(p.glob("*.yaml")) if p.is_dir() else [p]:
                 objects += [d for d in yaml.safe_load_all(f.read_text()) if d]
-    ns = spec.get("namespace", "ray-system")
+    ns = spec.namespace
     old_ns = {o["metadata"].get("namespace") for o in objects if o["metadata"].get("namespace")}
     for o in objects:
         if o["kind"] == "Namespace":
@@ -53,30 +50,21 @@ def render(spec: dict, feature_gates: dict[str, bool], profile_dir: Path, kubect
         for s in o.get("subjects") or []:
             if s.get("kind") == "ServiceAccount":
                 s["namespace"] = ns
-        if o["kind"] == "Deployment" and o["metadata"]["name"] == spec.get("deployment", o["metadata"]["name"]):
-            _adjust_container(o, spec, feature_gates)
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == (spec.deployment or o["metadata"]["name"]):
+            _adjust_container(o, spec, image, feature_gates)
     if not any(o["kind"] == "Namespace" for o in objects):
         objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     return objects
 
 
-def built_image(spec: dict, key: str, profile_dir: Path) -> str | None:
-    """The image `spec[key]` names (the operator's `image`, its `submitterImage`) as it runs: a patched build under
-    its own tag (the local bed maps the tag to the build), else as given."""
-    image = spec.get(key)
-    if image and (spec.get("source") or {}).get("patch"):
-        image = f"{image.rsplit(':', 1)[0]}:{source_tag(spec['source'], profile_dir)[0]}"
-    return image
-
-
-def _adjust_container(dep: dict, spec: dict, feature_gates: dict[str, bool]) -> None:
+def _adjust_container(dep: dict, spec: InstallSection, image: str | None, feature_gates: dict[str, bool]) -> None:
     containers = dep["spec"]["template"]["spec"]["containers"]
-    c = next((c for c in containers if c["name"] == spec.get("container")), containers[0])
-    if spec.get("image"):
-        c["image"] = spec["image"]
+    c = next((c for c in containers if c["name"] == spec.container), containers[0])
+    if image:
+        c["image"] = image
     args = [a for a in c.get("args") or [] if not a.startswith("--feature-gates")]
     if feature_gates:
         args.append("--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in sorted(feature_gates.items())))
-    c["args"] = args + list(spec.get("args") or [])
-    env = [e for e in c.get("env") or [] if e["name"] not in (spec.get("env") or {})]
-    c["env"] = env + [{"name": k, "value": str(v)} for k, v in (spec.get("env") or {}).items()]
+    c["args"] = args + list(spec.args)
+    env = [e for e in c.get("env") or [] if e["name"] not in spec.env]
+    c["env"] = env + [{"name": k, "value": str(v)} for k, v in spec.env.items()]

@@ -14,9 +14,10 @@ by the commit and, when the files that are built differ from that commit (uncomm
 request's stand-in), a digest of those differences (`tree_key`), so a changed tree is a new build. The build
 (`build`, through `clusters/local/build-tools.sh kuberay@tree-<key>`) lands in the tool cache as
 `kuberay-tree-<key>/`: `bin/ray-operator`, the module's `config/` and the chart under `helm-chart/`. The operator image
-of such a build is `<image repository>:tree-<key>` (`image_for`): the local bed maps that tag to the build, kind's
-offline image builder makes that image from it (`clusters/kind/build-app-images.sh kuberay`). An earlier release's
-chart, for the release swap of a Helm install, comes from the same repository at that release's tag (`chart_at`).
+of such a build is `<image repository>:tree-<key>` (install_section.py's `built_image`): the local bed maps that tag to
+the build, kind's offline image builder makes that image from it (`clusters/kind/build-app-images.sh kuberay`). An
+earlier release's chart, for the release swap of a Helm install, comes from the same repository at that release's
+tag (`chart_at`).
 """
 from __future__ import annotations
 
@@ -27,8 +28,10 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from .install_section import InstallSection, Source, built_image
 
 ENV = "RAYCONF_OPERATOR_TREE"
 OPTION = "--operator-tree"
@@ -36,7 +39,6 @@ MODULE = "github.com/ray-project/kuberay/ray-operator"
 MODULE_DIR = "ray-operator"  # in a clone of the repository
 CHART_DIR = "helm-chart/kuberay-operator"  # in a clone of the repository
 TAG_PREFIX = "tree-"
-SOURCE_KEYS = ("name", "repository", "ref")
 
 
 class SourceTreeError(RuntimeError):
@@ -78,39 +80,21 @@ class TreeBuild:
         return p if p.is_dir() else None
 
 
-def is_tree_source(src: dict | None) -> bool:
-    """Whether an install's `source` names a repository and ref (built from a tree), not a released version."""
-    return bool(src) and ("ref" in src or "repository" in src)
-
-
-def check_source(src: dict, where: str) -> None:
-    """A tree `source` has exactly name, repository and ref; one-line SourceTreeError otherwise."""
-    extra = sorted(set(src) - set(SOURCE_KEYS))
-    missing = [k for k in SOURCE_KEYS if not isinstance(src.get(k), str) or not src.get(k)]
-    if extra or missing:
-        raise SourceTreeError(f"{where}: a source built from a tree takes {', '.join(SOURCE_KEYS)} "
-                              + (f"(missing {', '.join(missing)})" if missing else f"(unknown {', '.join(extra)})"))
-    if src["name"] != "kuberay":
-        raise SourceTreeError(f"{where}: only KubeRay trees can be built (name: kuberay), got '{src['name']}'")
-
-
 def tree_path(option: str | os.PathLike | None = None) -> Path | None:
     """The source tree given: `--operator-tree`, else RAYCONF_OPERATOR_TREE, else None."""
     value = option if option else os.environ.get(ENV) or None
     return Path(value).expanduser().resolve() if value else None
 
 
-def missing_tree_message(profile_name: str, src: dict) -> str:
-    return (f"operator profile {profile_name} builds KubeRay from source ({src.get('repository')} at "
-            f"{src.get('ref')}) and no source tree was given: clone it at that ref and pass {OPTION} PATH "
-            f"(or set {ENV}=PATH)")
+def missing_tree_message(profile_name: str, src: Source) -> str:
+    return (f"operator profile {profile_name} builds KubeRay from source ({src.repository} at {src.ref}) and no "
+            f"source tree was given: clone it at that ref and pass {OPTION} PATH (or set {ENV}=PATH)")
 
 
-def tree_source(profile, provider: str) -> dict | None:
+def tree_source(profile, provider: str) -> Source | None:
     """The profile's tree `source` for the provider, or None when it installs a release (or nothing)."""
-    spec = (getattr(profile, "install", None) or {}).get(provider) or {}
-    src = spec.get("source")
-    return src if is_tree_source(src) else None
+    spec = (getattr(profile, "install", None) or {}).get(provider)
+    return spec.source if spec is not None and spec.source is not None and spec.source.is_tree else None
 
 
 def require_tree(profile, provider: str, option: str | os.PathLike | None = None) -> TreeKey | None:
@@ -120,7 +104,6 @@ def require_tree(profile, provider: str, option: str | os.PathLike | None = None
     src = tree_source(profile, provider)
     if src is None:
         return None
-    check_source(src, f"operator profile {profile.name}, install.{provider}.source")
     tree = tree_path(option)
     if tree is None:
         raise SourceTreeError(missing_tree_message(profile.name, src))
@@ -202,12 +185,6 @@ def build_submitter(key: TreeKey) -> Path:
         raise SourceTreeError(f"operator tree {key.tree}: the submitter: {e}") from None
 
 
-def image_for(image: str, key: TreeKey) -> str:
-    """The operator image that runs the tree's build: the profile's image repository, tagged with the build's tag."""
-    repository = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
-    return f"{repository}:{key.tag}"
-
-
 def chart_at(tree: Path, ref: str, chart: str, dest: Path, release: str | None = None) -> Path:
     """The chart directory `chart` (relative to the tree, e.g. helm-chart/kuberay-operator) of the tree's repository
     at `ref` (an earlier release's tag), extracted with `git archive` into `dest/<commit>/` (kept there: a second
@@ -251,38 +228,34 @@ def _last_line(err: bytes) -> str:
     return lines[-1] if lines else "git archive failed"
 
 
-# the providers that run the project's own build of the operator (the local bed maps the image tag to the build,
-# kind loads an image made from it); elsewhere (`existing`) the profile's published image runs
-BUILT_IMAGE_PROVIDERS = ("local", "kind")
-
-
-def resolve_install(spec: dict, provider: str, profile_name: str, option: str | os.PathLike | None = None
-                    ) -> tuple[Path, dict] | None:
+def resolve_install(spec: InstallSection, provider: str, profile_name: str, option: str | os.PathLike | None = None
+                    ) -> tuple[Path, InstallSection, TreeKey] | None:
     """For an install section whose `source` is a tree: the tree's build in the tool cache (built on first use; its
-    `config/` and `helm-chart/` are what `manifests` and `helm.chart` are relative to) and the section with the
-    build's image (`image_for`) on the providers that run the project's build (on kind its image archive is made
-    when missing). None for an install of a release. SourceTreeError, one line, when no usable tree is given."""
-    src = spec.get("source")
-    if not is_tree_source(src):
+    `config/` and `helm-chart/` are what `manifests` and `helm.chart` are relative to), the section with the
+    build's images (source.py's `built_image`: on the providers that run the project's build; on kind its image
+    archive is made when missing), and the tree's key. None for an install of a release. SourceTreeError, one
+    line, when no usable tree is given."""
+    src = spec.source
+    if src is None or not src.is_tree:
         return None
-    check_source(src, f"operator profile {profile_name}, install.{provider}.source")
     tree = tree_path(option)
     if tree is None:
         raise SourceTreeError(missing_tree_message(profile_name, src))
     key = tree_key(tree)
     built = build(key)
-    if spec.get("submitterImage"):
+    if spec.submitter_image:
         build_submitter(key)
-    for image in ("image", "submitterImage"):  # the operator's, and its submitter's (the same build)
-        if spec.get(image) and provider in BUILT_IMAGE_PROVIDERS:
-            spec = {**spec, image: image_for(spec[image], key)}
-            if provider == "kind":
-                ensure_kind_image(key, spec[image])
-    return built.directory, spec
+    # the operator's image and its submitter's: one build
+    images = {"image": built_image(spec, spec.image, built.directory, provider, key.tag),
+              "submitter_image": built_image(spec, spec.submitter_image, built.directory, provider, key.tag)}
+    if provider == "kind":
+        for image in filter(None, images.values()):
+            ensure_kind_image(key, image)
+    return built.directory, replace(spec, **images), key
 
 
 def ensure_kind_image(key: TreeKey, image: str) -> str:
-    """For the kind provider: the offline image archive of the tree's build (`image`, from `image_for`), made by
+    """For the kind provider: the offline image archive of the tree's build (`image`, from `built_image`), made by
     `clusters/kind/build-app-images.sh kuberay` for this tag alone when the archive index lacks it. Returns the
     image name; SourceTreeError (one line, naming the log) when it cannot be made."""
     from rayconformance.clusters import kind as kindtools

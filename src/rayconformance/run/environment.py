@@ -137,7 +137,7 @@ class Session:
                 self.warnings.append(f"could not read the cluster's version and nodes: {one_line(e)}")
             self.env.save(opts.run_dir)
         if need_operator and self.env.operator is None:
-            if not opts.profile.install.get(self.env.cluster.provider):
+            if self.env.cluster.provider not in opts.profile.install:
                 self.env.operator = {}  # nothing to install on this provider (e.g. already running)
             else:
                 started, self.installing = time.monotonic(), True
@@ -164,13 +164,14 @@ class Session:
         """The operator image of each release the profile is upgraded from (operatorUpgradeFrom), on this provider:
         a test swaps it in (conformance/rayservice/conftest.py), and it is built or loaded before the first test."""
         from rayconformance.operator import profiles
+        from rayconformance.operator.install_section import built_image
 
         profile, out = self.options.profile, []
+        provider = self.env.cluster.provider if self.env.cluster else None
         for name in profile.upgrade_from:
             earlier = profiles.load(str(profiles.upgrade_source(profile.path, name)))
-            image = (earlier.install.get(self.env.cluster.provider) or {}).get("image") if self.env.cluster else None
-            if image:
-                out.append(image)
+            if (spec := earlier.install.get(provider)) is not None and spec.image:
+                out.append(built_image(spec, spec.image, earlier.path.parent, provider))
         return out
 
     def _prepare_images(self, images: list[str]) -> None:

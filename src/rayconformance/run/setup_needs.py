@@ -102,9 +102,9 @@ def bring_up_builds(argv: list[str]) -> list[str]:
     out, features_tested = ["localpath"], tested(v, profile)  # localpath: clusters/local/storage.py, every bring-up
     earlier = profile.upgrade_from if profiles.UPGRADE_FEATURE in features_tested else ()
     for p in (profile, *(profiles.load(str(profiles.upgrade_source(profile.path, u))) for u in earlier)):
-        source = (p.install.get("local") or {}).get("source") or {}
-        if source.get("name") == "kuberay" and source.get("version"):
-            out.append(f"kuberay@{source['version']}")
+        source = p.install["local"].source if "local" in p.install else None
+        if source is not None and source.name == "kuberay" and source.version:
+            out.append(f"kuberay@{source.version}")
     if features_tested & set(FIXTURE_FEATURES["gateway"]):
         out.append("traefik")  # the Gateway implementation (samples/gateway-traefik.yaml)
     return list(dict.fromkeys(out))
