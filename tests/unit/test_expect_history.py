@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect import incremental
+from rayconformance.fixtures.expect import incremental, raycluster_history
 from rayconformance.fixtures.expect import rayservice_history as history
 from rayconformance.fixtures.watch import Version
 
@@ -31,11 +31,12 @@ def test_rayservice_must_keep_cluster():
 def test_raycluster_must_outlive_the_switch():
     switched = Version(1.0, 1.0, "MODIFIED", rs(active="d"))
     c = {"metadata": {"name": "c"}}
-    history.raycluster_must_outlive_the_switch(FakeWatch(("LISTED", c), ("MODIFIED", c)), "c", switched, 0, delay=30)
+    kept = FakeWatch(("LISTED", c), ("MODIFIED", c))
+    raycluster_history.raycluster_must_outlive_the_switch(kept, "c", switched, 0, delay=30)
     gone = FakeWatch(("LISTED", c), ("MODIFIED", c), ("DELETED", c))
     with pytest.raises(AssertionError, match=r"expected RayCluster c to be kept for rayClusterDeletionDelaySeconds=30 "
                                              r"after the switch, observed it deleted 1.0s after the switch"):
-        history.raycluster_must_outlive_the_switch(gone, "c", switched, 0, delay=30)
+        raycluster_history.raycluster_must_outlive_the_switch(gone, "c", switched, 0, delay=30)
 
 
 def test_rayservice_switch_must_be_seen():
