@@ -45,6 +45,7 @@ def delete_selected_cluster_when_job_finished(api: client.ApiClient, stop: threa
 
 
 JOB_FIELDS_IGNORED = "v1.7.0/rayjob-job-fields-ignored"
+ANNOTATIONS_NOT_VALIDATED = "v1.7.0/rayjob-annotations-not-validated"
 
 CASES = [
     # lifecycle helper
@@ -248,11 +249,17 @@ CASES = [
          profile="kuberay-v1.7.0", local=True, tree_patch=JOB_FIELDS_IGNORED),
     Case("cluster_spec_shapes_both_head_services", "to be NodePort Services", profile="kuberay-v1.7.0", local=True,
          tree_patch=JOB_FIELDS_IGNORED),
-    Case("annotations_make_the_jobs_cluster_fault_tolerant", "to carry its RayJob's annotations",
+    Case("annotation_beside_fault_tolerance_options_is_refused[ft-enabled]", "jobDeploymentStatus=ValidationFailed",
          profile="kuberay-v1.7.0", local=True, tree_patch=JOB_FIELDS_IGNORED),
-    *(Case(f"annotation_beside_fault_tolerance_options_is_refused[{case}]", "jobDeploymentStatus=ValidationFailed",
-           profile="kuberay-v1.7.0", local=True, tree_patch=JOB_FIELDS_IGNORED)
-      for case in ("ft-enabled", "external-storage-namespace")),
+    # KubeRay v1.7.0 patched: the RayJob's annotations not read when its cluster spec is validated. ray.io/ft-enabled
+    # no longer allows the head's RAY_REDIS_ADDRESS (the RayJob refused), and the storage-namespace annotation beside
+    # gcsFaultToleranceOptions passes (its RayCluster, refused by the RayCluster's own validation, creates nothing
+    # whose Redis cleanup could hold the namespace; under JOB_FIELDS_IGNORED it did, the test erring in teardown)
+    Case("annotations_make_the_jobs_cluster_fault_tolerant", "RAY_REDIS_ADDRESS is set which implicitly enables",
+         profile="kuberay-v1.7.0", local=True, tree_patch=ANNOTATIONS_NOT_VALIDATED),
+    Case("annotation_beside_fault_tolerance_options_is_refused[external-storage-namespace]",
+         "jobDeploymentStatus=ValidationFailed", profile="kuberay-v1.7.0", local=True,
+         tree_patch=ANNOTATIONS_NOT_VALIDATED),
     Case("running_job_keeps_its_cluster_when_cluster_spec_changes", "to keep generation", profile="kuberay-v1.7.0",
          local=True, tree_patch=JOB_FIELDS_IGNORED),
 ]
