@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
 from rayconformance.fixtures.expect.raycluster_pods import worker_must_go_while_other_stays
 from rayconformance.fixtures.ray_actors import ask_actors, create_actors, kill_actors, placed
 
@@ -11,8 +12,7 @@ from rayconformance.fixtures.ray_actors import ask_actors, create_actors, kill_a
 HOLDERS = ["holder-0", "holder-1", "holder-2"]
 
 
-@pytest.mark.parametrize("version", [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
-                                     pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))])
+@pytest.mark.parametrize("version", AUTOSCALER_VERSIONS)
 @pytest.mark.samples("raycluster-autoscaler")
 def test_demand_scales_workers_up_and_idle_down(ctx, version):
     """With in-tree autoscaling, the head Pod gets an autoscaler sidecar; Ray actors that need more CPUs than the
@@ -68,8 +68,7 @@ def actor_worker(cluster, name: str, logs: str):
     return pods[0]
 
 
-@pytest.mark.parametrize("version", [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
-                                     pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))])
+@pytest.mark.parametrize("version", AUTOSCALER_VERSIONS)
 @pytest.mark.samples("raycluster-autoscaler")
 def test_workers_follow_actors_one_at_a_time(ctx, version):
     """Actors that come one at a time each add a worker (0, 1, 2 workers), and actors that go one at a time each

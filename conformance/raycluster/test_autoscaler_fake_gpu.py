@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
 from rayconformance.fixtures.ray_actors import create_actors, kill_actors, placed
 
-VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
-            pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))]
 
 
 def fake_gpu_cluster(ctx, version: str):
@@ -51,7 +50,7 @@ def one_worker_must_run_the_actor_and_go_when_idle(ctx, cluster, group: str, res
     return actor, worker
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", AUTOSCALER_VERSIONS)
 @pytest.mark.samples("raycluster-autoscaler-fake-gpu")
 def test_fake_gpu_group_scales_for_gpu_demand(ctx, version):
     """A worker group at zero that gives Ray one GPU through rayStartParams num-gpus (no device) is scaled by GPU
@@ -66,7 +65,7 @@ def test_fake_gpu_group_scales_for_gpu_demand(ctx, version):
          f"observed {actor}")
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", AUTOSCALER_VERSIONS)
 @pytest.mark.samples("raycluster-autoscaler-fake-gpu")
 def test_cpu_demand_uses_the_gpu_group_when_no_other_fits(ctx, version):
     """With a GPU worker group (rayStartParams num-gpus 1, one CPU) as the cluster's only worker group, an actor

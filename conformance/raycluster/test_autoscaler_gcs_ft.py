@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
 from rayconformance.fixtures.ray_actors import create_actors, kill_actors, placed
 
 
@@ -21,8 +22,7 @@ def demand_must_come_and_go(ctx, cluster, name: str, *, when: str) -> None:
     cluster.workers_must_be_running_and_ready(0, what=f"{when}, the idle worker to be removed once the actor is gone")
 
 
-@pytest.mark.parametrize("version", [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
-                                     pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))])
+@pytest.mark.parametrize("version", AUTOSCALER_VERSIONS)
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
 @pytest.mark.samples("raycluster-autoscaler-gcs-ft")
 def test_autoscaling_continues_after_head_pod_replaced(ctx, redis, version):

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
 from rayconformance.fixtures.ray_actors import ask_actors, create_actors, kill_actors, placed
 
-VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
-            pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))]
 
 # A detached placement group of {n} half-CPU bundles that must each land on a node of its own (STRICT_SPREAD): the
 # head has no CPU, and one 1-CPU worker would hold them all but for the strategy. Not waited for here.
@@ -53,7 +52,7 @@ def set_group(cluster, group: str, **fields) -> None:
 
 
 @pytest.mark.feature("RayClusterAutoscalerPlacementGroups")
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", AUTOSCALER_VERSIONS)
 @pytest.mark.samples("raycluster-autoscaler")
 def test_placement_group_scales_workers_and_keeps_them(ctx, version):
     """With autoscaler v1 or v2, a placement group whose two half-CPU bundles must be on different nodes (STRICT_SPREAD)
@@ -90,7 +89,7 @@ def test_placement_group_scales_workers_and_keeps_them(ctx, version):
 
 
 @pytest.mark.feature("RayClusterAutoscalerSpecChanges")
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", AUTOSCALER_VERSIONS)
 @pytest.mark.samples("raycluster-autoscaler")
 def test_max_replicas_changed_under_demand(ctx, version):
     """With autoscaler v1 or v2 and demand for three 1-CPU workers in a group capped at maxReplicas 2, the group holds 2
@@ -128,7 +127,7 @@ def test_max_replicas_changed_under_demand(ctx, version):
 
 
 @pytest.mark.feature("RayClusterAutoscalerSpecChanges")
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", AUTOSCALER_VERSIONS)
 @pytest.mark.samples("raycluster-autoscaler")
 def test_worker_group_added_while_running(ctx, version):
     """With autoscaler v1 or v2, a worker group added to a running cluster (offering a Ray resource of its own, no CPU)

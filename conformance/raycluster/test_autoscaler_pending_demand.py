@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
+
 # In one driver (python -c, single quotes only): a placement group of one 1-CPU bundle is placed (a worker comes up
 # for it) and removed, leaving that worker idle; at once a placement group of two 1-CPU bundles on different nodes
 # (STRICT_SPREAD) needs it and a second worker. Prints each group's placement and the Ray nodes alive after it.
@@ -38,8 +40,7 @@ def printed(logs: str, key: str):
     return json.loads(m.group(1))
 
 
-@pytest.mark.parametrize("version", [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
-                                     pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))])
+@pytest.mark.parametrize("version", AUTOSCALER_VERSIONS)
 @pytest.mark.feature("RayClusterAutoscalerPlacementGroups")
 @pytest.mark.samples("raycluster-autoscaler")
 def test_idle_worker_needed_by_pending_placement_group_is_kept(ctx, version):

@@ -9,7 +9,7 @@ from rayconformance.fixtures.expect.conditions import (condition, condition_must
                                                           has_condition)
 from rayconformance.fixtures.expect.quotas import resource_quota_must_be_in_force
 from rayconformance.fixtures.expect.workloads import describe_pods
-from rayconformance.fixtures.owners import OWNERS, SAMPLES, owned_cluster
+from rayconformance.fixtures.axes import OWNER_SAMPLES, OWNERS, owned_cluster
 
 QUOTA = "no-pods-allowed"
 # an image no node has, with imagePullPolicy Never: it cannot start, and no registry is asked for it
@@ -50,7 +50,7 @@ def test_pod_quota_reports_replica_failure_until_lifted(ctx):
 
 @pytest.mark.feature("RayClusterFailureConditions")
 @pytest.mark.parametrize("owner", OWNERS)
-@pytest.mark.samples(*SAMPLES)
+@pytest.mark.samples(*OWNER_SAMPLES)
 def test_head_pod_loss_turns_head_pod_ready_false(ctx, owner):
     """When a provisioned RayCluster loses its head Pod, whoever owns it (a user, a RayJob, a RayService),
     HeadPodReady turns False with a reason (the head Pod not found, or the new head not ready yet) while

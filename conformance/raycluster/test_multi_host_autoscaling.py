@@ -8,12 +8,11 @@ import re
 
 import pytest
 
+from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
 from rayconformance.fixtures.expect.raycluster_slices import describe_slices, slices_must_be_whole
 
 from .test_multi_host import AUTOSCALER_SAMPLE, DEMAND
 
-VERSIONS = [pytest.param("v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
-            pytest.param("v2", marks=pytest.mark.feature("RayClusterAutoscalerV2"))]
 # the group's maxReplicas per numOfHosts, as KubeRay's e2e sets them: room for more slices than the demand needs, so
 # a slice per host (or any slice too many) would show
 MAX_REPLICAS = {1: 3, 4: 4}
@@ -22,7 +21,7 @@ MAX_REPLICAS = {1: 3, 4: 4}
 @pytest.mark.feature("RayClusterMultiHost", "RayClusterMultiHostAutoscaling")
 @pytest.mark.samples(AUTOSCALER_SAMPLE)
 @pytest.mark.parametrize("hosts", [1, 4])
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", AUTOSCALER_VERSIONS)
 def test_slices_follow_demand_and_max_replicas(ctx, version, hosts):
     """With autoscaler v1 or v2 and a multi-host group of fake TPU hosts (numOfHosts 1 or 4, each host offering
     Ray TPU 4 through rayStartParams, 0 to 3 or 4 replicas), demand for one slice's worth of TPU (one actor per host)

@@ -10,7 +10,7 @@ from rayconformance.fixtures.expect.raycluster_groups import pods_must_carry_lab
 from rayconformance.fixtures.expect.raycluster_nodes import ray_nodes_must_offer
 from rayconformance.fixtures.expect.raycluster_pod_wiring import (ray_container_env_must_hold,
                                                                   ray_container_probes_must_be)
-from rayconformance.fixtures.owners import OWNERS, SAMPLES, owned_cluster
+from rayconformance.fixtures.axes import OWNER_SAMPLES, OWNERS, owned_cluster
 
 CLUSTER_SPEC = {"RayJob": "spec.rayClusterSpec", "RayService": "spec.rayClusterConfig"}
 AGENT_PORT, DASHBOARD_PORT = 52365, 8265  # the operator's default agent port; both owners' dashboard port
@@ -36,7 +36,7 @@ def group_settings(spec: dict) -> None:
 
 @pytest.mark.feature("RayClusterGroupLabelsAndResources", "RayClusterHeadIngress", "RayClusterPodDefaults")
 @pytest.mark.parametrize("owner", OWNERS[1:])
-@pytest.mark.samples(*SAMPLES)
+@pytest.mark.samples(*OWNER_SAMPLES)
 def test_group_settings_act_in_an_owned_cluster(ctx, owner):
     """In the RayCluster of a RayJob (its job running) or of a RayService (Ready), the cluster spec's group settings
     act as on a user's RayCluster: each group's labels are on its Pods and its Ray node, the worker's Ray node offers

@@ -1,4 +1,4 @@
-"""RayCluster behaviors whoever owns the cluster: a user, a RayJob or a RayService (`fixtures.owners`). Operators
+"""RayCluster behaviors whoever owns the cluster: a user, a RayJob or a RayService (`fixtures.axes`). Operators
 break where two features meet: a lost Pod must be replaced the same way in a cluster a RayJob or RayService made,
 and its owner must carry on with that cluster."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from rayconformance.fixtures.expect.created import none_must_be_created
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.owners import OWNERS, SAMPLES, Owned, owned_cluster
+from rayconformance.fixtures.axes import OWNER_SAMPLES, OWNERS, Owned, owned_cluster
 
 
 def owner_must_carry_on(owned: Owned, *, after: str) -> None:
@@ -29,7 +29,7 @@ def owner_must_carry_on(owned: Owned, *, after: str) -> None:
 
 @pytest.mark.feature("RayClusterProvisioning")
 @pytest.mark.parametrize("owner", OWNERS)
-@pytest.mark.samples(*SAMPLES)
+@pytest.mark.samples(*OWNER_SAMPLES)
 def test_lost_worker_pod_is_replaced(ctx, owner):
     """Whoever owns the RayCluster (a user, a RayJob, a RayService), a worker Pod that is lost (deleted at once) is
     replaced: one new Pod of its group comes up Running and Ready, and nothing else changes: the head Pod is the

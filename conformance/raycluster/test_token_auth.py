@@ -7,7 +7,7 @@ import pytest
 
 from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
 
-from ..rayjob.modes import in_mode, submission_modes, submitter_must_match_mode
+from rayconformance.fixtures.axes import in_mode, submission_modes, submitter_must_match_mode
 
 WRONG_TOKEN = "not-the-cluster-token"
 

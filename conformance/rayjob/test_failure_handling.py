@@ -9,7 +9,7 @@ import pytest
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.rayjob import describe_rayjob, seconds
 
-from .modes import in_mode, submission_modes
+from rayconformance.fixtures.axes import in_mode, submission_modes
 
 
 @pytest.mark.feature("RayJobDeadlines")

@@ -7,7 +7,7 @@ import pytest
 from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.rayjob import describe_rayjob
 
-from .modes import in_mode, submission_modes, submitter_must_match_mode
+from rayconformance.fixtures.axes import in_mode, submission_modes, submitter_must_match_mode
 
 OUTPUT = "rayconformance says 42"  # what the samples' entrypoints print
 
