@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import threading
 from pathlib import Path
 
@@ -23,6 +24,20 @@ from .volumes import VolumeError
 
 NEVER_PULL_RECHECK = 10.0  # seconds before an image not present (imagePullPolicy Never) is looked for again
 
+
+
+def make_subpath(root: Path, sub: str) -> Path:
+    """The directory `sub` of volume `root`, created where missing as the kubelet does (SafeMakeDir): each directory
+    it creates takes the mode of the volume's root, whatever the umask (a subPath of a world-writable volume is
+    world-writable)."""
+    mode = stat.S_IMODE(os.stat(root).st_mode)
+    path = root
+    for part in Path(sub).parts:
+        path = path / part
+        if not os.path.lexists(path):
+            path.mkdir()
+            os.chmod(path, mode)
+    return path
 
 class ContainerRuntime:
     def _run_containers(self, now: float) -> None:
@@ -170,9 +185,7 @@ class ContainerRuntime:
             if sub:
                 if sub.startswith("/") or ".." in Path(sub).parts:
                     raise VolumeError(f"invalid subPath {sub!r}")
-                src = src / sub
-                if not os.path.lexists(src):
-                    src.mkdir(parents=True, exist_ok=True)
+                src = make_subpath(src, sub)
             mounts.append({"source": str(src), "target": vm["mountPath"], "readonly": bool(vm.get("readOnly"))})
         for f in ("hosts", "resolv.conf", "hostname"):
             if f"/etc/{f}" not in targets:
