@@ -2,26 +2,9 @@
 again after a failure, whose state must survive it."""
 from __future__ import annotations
 
+from rayconformance.fixtures.programs import program
+
 ACTOR_NS = "rayconformance"
-# Runs inside the Ray cluster as a Ray job (python -c); single quotes only, no shell metacharacters.
-INCREMENT = """
-import ray
-ray.init(namespace='{ns}')
-
-@ray.remote
-class Counter:
-    def __init__(self):
-        self.n = 0
-
-    def inc(self):
-        self.n += 1
-        return self.n
-
-c = {get}
-print('COUNTER', ray.get(c.inc.remote()))
-"""
-CREATE = "Counter.options(name='counter', lifetime='detached', max_restarts=-1).remote()"
-GET = "ray.get_actor('counter')"
 
 
 def counter_value(logs: str) -> int | None:
@@ -35,7 +18,7 @@ def detached_actor_must_keep_its_state(cluster, what: str) -> None:
     """The detached counter actor, looked up again after `what`, answers its second increment with 2."""
     __tracebackhide__ = True
     try:
-        logs = cluster.ray_job_must_succeed(INCREMENT.format(ns=ACTOR_NS, get=GET))
+        logs = cluster.ray_job_must_succeed(program("gcs_ft_counter", ns=ACTOR_NS, create=False))
     except AssertionError as e:
         raise AssertionError(f"the detached actor of {cluster} must survive the {what} and keep its state "
                              f"(expected 2), but the job looking it up did not succeed: {e}") from None
@@ -47,6 +30,6 @@ def detached_actor_must_keep_its_state(cluster, what: str) -> None:
 def create_counter(cluster) -> None:
     """The detached counter actor, created and incremented once."""
     __tracebackhide__ = True
-    logs = cluster.ray_job_must_succeed(INCREMENT.format(ns=ACTOR_NS, get=CREATE))
+    logs = cluster.ray_job_must_succeed(program("gcs_ft_counter", ns=ACTOR_NS, create=True))
     assert counter_value(logs) == 1, \
         f"first increment of the detached actor of {cluster} printed {counter_value(logs)}; logs: {logs[-500:]}"

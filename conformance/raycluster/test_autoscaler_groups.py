@@ -6,31 +6,10 @@ from __future__ import annotations
 import pytest
 
 from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
+from rayconformance.fixtures.programs import program
 from rayconformance.fixtures.ray_actors import ask_actors, create_actors, kill_actors, placed
 
 
-# A detached placement group of {n} half-CPU bundles that must each land on a node of its own (STRICT_SPREAD): the
-# head has no CPU, and one 1-CPU worker would hold them all but for the strategy. Not waited for here.
-PLACE = """
-import ray
-from ray.util.placement_group import placement_group
-ray.init(namespace='rayconformance')
-pg = placement_group([{{'CPU': 0.5}}] * {n}, strategy='STRICT_SPREAD', name='spread', lifetime='detached')
-print('PG_CREATED', pg.id.hex())
-"""
-PG_READY = """
-import ray
-from ray.util.placement_group import get_placement_group
-ray.init(namespace='rayconformance')
-print('PG_READY', get_placement_group('spread').wait(120))
-"""
-REMOVE = """
-import ray
-from ray.util.placement_group import get_placement_group, remove_placement_group
-ray.init(namespace='rayconformance')
-remove_placement_group(get_placement_group('spread'))
-print('PG_REMOVED')
-"""
 # Detached actors needing one CPU each (the demand), not waited for.
 HOLDERS = ["holder-0", "holder-1", "holder-2"]
 
@@ -63,11 +42,11 @@ def test_placement_group_scales_workers_and_keeps_them(ctx, version):
     idle = body["spec"]["autoscalerOptions"]["idleTimeoutSeconds"]
 
     # step 1: the placement group's demand brings up one worker per bundle, and the group gets placed
-    cluster.ray_job_must_succeed(PLACE.format(n=2), ctx.timeouts.medium)
+    cluster.ray_job_must_succeed(program("placement_group_place", n=2), ctx.timeouts.medium)
     workers = cluster.workers_must_be_running_and_ready(
         2, ctx.timeouts.upgrade, what="a placement group of 2 STRICT_SPREAD bundles to bring up 2 workers, one each")
     cluster.autoscaler_must_be(version)
-    logs = cluster.ray_job_must_succeed(PG_READY, ctx.timeouts.medium)
+    logs = cluster.ray_job_must_succeed(program("placement_group_ready"), ctx.timeouts.medium)
     assert "PG_READY True" in logs, \
         f"the placement group must be placed on the 2 workers it brought up; observed: {logs[-500:]}"
 
@@ -83,7 +62,7 @@ def test_placement_group_scales_workers_and_keeps_them(ctx, version):
          f"observed {pods.summary()}")
 
     # step 3: once the placement group is gone, its idle workers go
-    cluster.ray_job_must_succeed(REMOVE, ctx.timeouts.medium)
+    cluster.ray_job_must_succeed(program("placement_group_remove"), ctx.timeouts.medium)
     cluster.workers_must_be_running_and_ready(0, ctx.timeouts.upgrade,
                                               what="the workers of the removed placement group to be removed as idle")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from rayconformance.fixtures.programs import program
 from rayconformance.fixtures.ray_actors import create_actors, kill_actors, placed
 
 
@@ -75,13 +76,6 @@ CONSERVATIVE_PENDING = 5
 # doubles, 1, 2, 4, 7; 2.49+ counts running ones). Before Ray 2.49 v2 launches one worker first in either mode
 # (the feature's min_ray), so this test could not fail there.
 UNSCHEDULABLE = {"rayconformance.io/no-such-node": "true"}
-REQUEST = """
-import ray
-from ray.autoscaler.sdk import request_resources
-ray.init()
-request_resources(bundles=[{{'CPU': 1}}] * {n})
-print('REQUESTED', {n})
-"""
 
 
 def group_replicas(version, group: str) -> int:
@@ -114,7 +108,7 @@ def test_upscaling_mode_paces_new_workers(ctx, mode):
 
     # step 2: demand for 7 workers arrives at once; the autoscaler raises the group's replicas
     with cluster.watch_replicas() as replicas, cluster.watch_pods() as pods:
-        cluster.ray_job_must_succeed(REQUEST.format(n=BURST), ctx.timeouts.medium)
+        cluster.ray_job_must_succeed(program("request_resources", n=BURST), ctx.timeouts.medium)
         rose = replicas.first(lambda v: group_replicas(v, gname) > 0, ctx.timeouts.upgrade)
         assert rose is not None, \
             (f"the autoscaler must add workers to group {gname} for {BURST} CPUs requested; replicas stayed "

@@ -8,28 +8,8 @@ import re
 import pytest
 
 from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
+from rayconformance.fixtures.programs import program
 
-# In one driver (python -c, single quotes only): a placement group of one 1-CPU bundle is placed (a worker comes up
-# for it) and removed, leaving that worker idle; at once a placement group of two 1-CPU bundles on different nodes
-# (STRICT_SPREAD) needs it and a second worker. Prints each group's placement and the Ray nodes alive after it.
-SCRIPT = """
-import json
-import ray
-from ray.util.placement_group import placement_group, remove_placement_group
-ray.init()
-
-def alive():
-    return sorted([n['NodeID'], n['NodeManagerAddress']] for n in ray.nodes() if n['Alive'])
-
-pg1 = placement_group([{{'CPU': 1}}], strategy='STRICT_SPREAD')
-print('PG1_READY', json.dumps(pg1.wait({wait})))
-print('NODES1', json.dumps(alive()))
-remove_placement_group(pg1)
-pg2 = placement_group([{{'CPU': 1}}] * 2, strategy='STRICT_SPREAD')
-print('PG2_READY', json.dumps(pg2.wait({wait})))
-print('NODES2', json.dumps(alive()))
-remove_placement_group(pg2)
-"""
 IDLE_TIMEOUT = 6  # seconds: shorter than a worker takes to start
 START_DELAY = 15  # seconds an init container holds each worker before Ray starts
 
@@ -62,7 +42,8 @@ def test_idle_worker_needed_by_pending_placement_group_is_kept(ctx, version):
     with cluster.watch_pods() as pods:
         # step 1: the first placement group brings up a worker; removed, it leaves the worker idle; the second one
         # needs that worker and another
-        logs = cluster.ray_job_must_succeed(SCRIPT.format(wait=wait), 2 * wait + ctx.timeouts.medium)
+        logs = cluster.ray_job_must_succeed(program("pending_placement_groups", wait=wait),
+                                            2 * wait + ctx.timeouts.medium)
     pods.must_not_have_failed()
     assert printed(logs, "PG1_READY") is True, \
         f"a placement group of one 1-CPU bundle must bring up a worker and be placed within {wait}s: {pods.summary()}"

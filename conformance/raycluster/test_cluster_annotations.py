@@ -12,6 +12,7 @@ from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.quotas import resource_quota_must_be_in_force
 from rayconformance.fixtures.expect.raycluster_sidecars import container_log_must_show
 from rayconformance.fixtures.expect.workloads import describe_pods
+from rayconformance.fixtures.programs import program
 from rayconformance.fixtures.waiting import must_keep, wait_until
 
 OWN = "raycluster-own-command"
@@ -19,18 +20,6 @@ OVERWRITE = "ray.io/overwrite-container-cmd"
 SERVE = "ray.io/enable-serve-service"
 NO_RESTART = "ray.io/disable-provisioned-head-restart"
 ANSWER = "hello from the serve Service"
-# a Ray job deploying a Serve application answering ANSWER on / (its proxy on every address, as a Service needs)
-DEPLOY = f"""
-import ray
-from ray import serve
-ray.init()
-serve.start(http_options={{'host': '0.0.0.0'}})
-@serve.deployment(ray_actor_options={{'num_cpus': 0.1}})
-def hello(request):
-    return '{ANSWER}'
-serve.run(hello.bind(), route_prefix='/')
-print('DEPLOYED')
-"""
 NO_HEAD_WINDOW_S = 30  # how long a provisioned head-restart-disabled cluster is watched for a new head
 DELETION_TIMEOUT = "ray.io/gcs-ft-deletion-timeout"
 FT_DELETION_TIMEOUT_S = 30
@@ -79,7 +68,7 @@ def test_annotations_own_command_and_serve_service(ctx):
                           f"a serve Service owned by RayCluster {cluster.name} once annotated {SERVE}",
                           ctx.timeouts.short, render=lambda ss: [s.metadata.name for s in ss])
     svc = services[0].metadata.name
-    cluster.ray_job_must_succeed(DEPLOY)
+    cluster.ray_job_must_succeed(program("serve_hello", answer=ANSWER))
     wait_until(lambda: ray.proxy_get(ctx.k8s, ctx.namespace, svc, "serve", "/"), lambda a: a == (200, ANSWER),
                f"the serve Service {svc} to answer {ANSWER!r} from the Serve application", ctx.timeouts.medium,
                render=lambda a: f"HTTP {a[0]}: {a[1][:300]!r}")

@@ -11,6 +11,7 @@ from rayconformance.fixtures import ray
 from rayconformance.fixtures.expect.raycluster_pods import head_restarts
 from rayconformance.fixtures.expect.workloads import describe_pods
 from rayconformance.fixtures.handles.redis import Access
+from rayconformance.fixtures.programs import program
 from rayconformance.fixtures.watch import WatchLog
 
 from .gcs_ft import create_counter, detached_actor_must_keep_its_state
@@ -91,18 +92,6 @@ def test_embedded_store_keeps_detached_actor_across_head_loss(ctx):
     cluster.head_storage_must_be_gone(claim.metadata.name, after="the RayCluster's deletion")
 
 
-# Runs on the head as a Ray job: kills the head's GCS server process (single quotes only).
-KILL_GCS = """
-import os, signal
-for pid in [p for p in os.listdir('/proc') if p.isdigit()]:
-    try:
-        comm = open('/proc/' + pid + '/comm').read().strip()
-    except OSError:
-        continue
-    if comm == 'gcs_server':
-        print('KILLING', pid, flush=True)
-        os.kill(int(pid), signal.SIGKILL)
-"""
 
 
 @pytest.mark.feature("RayClusterGCSFaultTolerance")
@@ -120,7 +109,7 @@ def test_gcs_crash_inside_head_keeps_detached_actor(ctx, redis):
     create_counter(cluster)
 
     # step 2: the GCS process dies inside the head; its container restarts in the same Pod
-    code, answer = cluster.submit_ray_job(KILL_GCS, f"rc-kill-gcs-{uuid.uuid4().hex[:6]}")
+    code, answer = cluster.submit_ray_job(program("kill_gcs"), f"rc-kill-gcs-{uuid.uuid4().hex[:6]}")
     assert code == 200, f"the Jobs API refused the job that stops the GCS: HTTP {code} {answer[:300]}"
     cluster.head_must_restart_in_place(head.metadata.uid, head_restarts(head), ctx.timeouts.long)
 

@@ -9,24 +9,11 @@ import pytest
 from kubernetes import client
 
 from rayconformance.fixtures.expect.raycluster_storage import claim_must_stay, head_claim_must_be_bound
+from rayconformance.fixtures.programs import program
 
 SAMPLE = "raycluster-gcs-store-retained"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 KEEP_WINDOW_S = 15  # how long a retained claim is watched after its cluster is gone
-# Ray jobs writing and reading the GCS's internal key-value store (what the GCS keeps in its store); single quotes only
-PUT = """
-import ray
-from ray.experimental.internal_kv import _internal_kv_put
-ray.init()
-_internal_kv_put(b'rc-key', b'{value}', namespace=b'rayconformance')
-print('PUT')
-"""
-GET = """
-import ray
-from ray.experimental.internal_kv import _internal_kv_get
-ray.init()
-print('GOT', _internal_kv_get(b'rc-key', namespace=b'rayconformance'))
-"""
 
 
 @pytest.fixture
@@ -77,7 +64,7 @@ def test_retained_store_claim_carries_the_gcs_data_to_another_cluster(ctx, stora
         f"with deletionPolicy Retain RayCluster {first.name} must not own its store's claim {name}; owners {owners}"
 
     value = f"stored-by-{first.name}-{uuid.uuid4().hex[:6]}"
-    first.ray_job_must_succeed(PUT.format(value=value))
+    first.ray_job_must_succeed(program("gcs_kv_put", value=value.encode()))
     first.delete()
     first.must_be_gone()
     claim_must_stay(ctx.k8s, ctx.namespace, name, KEEP_WINDOW_S, after=f"RayCluster {first.name} (Retain) is gone")
@@ -92,7 +79,7 @@ def test_retained_store_claim_carries_the_gcs_data_to_another_cluster(ctx, stora
     assert again.metadata.uid == claim.metadata.uid, \
         (f"RayCluster {second.name} must mount the claim named by claimName, {name} (uid {claim.metadata.uid}); "
          f"it mounts {again.metadata.name} (uid {again.metadata.uid})")
-    logs = second.ray_job_must_succeed(GET)
+    logs = second.ray_job_must_succeed(program("gcs_kv_get"))
     assert f"GOT b'{value}'" in logs, \
         (f"RayCluster {second.name}, on the claim RayCluster {first.name} left, must read what that cluster's GCS "
          f"stored ({value!r}); its job printed: {logs[-500:]}")

@@ -9,82 +9,9 @@ import re
 import pytest
 
 from rayconformance.fixtures.expect.workloads import describe_pods
+from rayconformance.fixtures.programs import program
 
 GPU = "nvidia.com/gpu"
-# Runs inside the Ray cluster as a Ray job (python -c): single quotes only, no shell metacharacters.
-PROBE = """
-import json, time
-import ray
-ray.init()
-deadline = time.time() + 60
-while time.time() < deadline and not ray.cluster_resources().get('GPU'):
-    time.sleep(1)
-print('CLUSTER_GPU', json.dumps(ray.cluster_resources().get('GPU')))
-
-@ray.remote(num_gpus=1)
-def probe():
-    import os
-    import ray
-    return {'node_id': ray.get_runtime_context().get_node_id(), 'gpu_ids': [str(g) for g in ray.get_gpu_ids()],
-            'NVIDIA_VISIBLE_DEVICES': os.environ.get('NVIDIA_VISIBLE_DEVICES'),
-            'CUDA_VISIBLE_DEVICES': os.environ.get('CUDA_VISIBLE_DEVICES')}
-
-try:
-    task = ray.get(probe.remote(), timeout=120)
-except ray.exceptions.GetTimeoutError:
-    task = None
-if task:
-    node = [n for n in ray.nodes() if n['NodeID'] == task['node_id']]
-    task['node_ip'] = node[0]['NodeManagerAddress'] if node else None
-    task['node_gpus'] = node[0]['Resources'].get('GPU') if node else None
-print('GPU_TASK', json.dumps(task))
-"""
-
-
-# What a CPU-only worker is handed (its Ray node's GPUs, a task pinned to it); {ip} is the worker Pod's IP.
-CPU_WORKER_PROBE = """
-import json, os
-import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-ray.init()
-nodes = [n for n in ray.nodes() if n['Alive'] and n['NodeManagerAddress'] == '{ip}']
-print('CPU_NODE', json.dumps({{'gpus': nodes[0]['Resources'].get('GPU', 0)}} if nodes else None))
-
-@ray.remote(num_cpus=1)
-def look():
-    return {{'gpu_ids': [str(g) for g in ray.get_gpu_ids()],
-            'NVIDIA_VISIBLE_DEVICES': os.environ.get('NVIDIA_VISIBLE_DEVICES')}}
-
-pinned = NodeAffinitySchedulingStrategy(nodes[0]['NodeID'], soft=False) if nodes else None
-print('CPU_TASK', json.dumps(ray.get(look.options(scheduling_strategy=pinned).remote(), timeout=120) if nodes else None))
-"""
-# A detached actor asking for one GPU (the demand), and where it ran; {wait} bounds its placement in seconds.
-GPU_DEMAND = """
-import json, os
-import ray
-ray.init(namespace='rayconformance')
-
-@ray.remote(num_gpus=1)
-class GPUHolder:
-    def where(self):
-        return {{'node_id': ray.get_runtime_context().get_node_id(),
-                'gpu_ids': [str(g) for g in ray.get_gpu_ids()]}}
-
-holder = GPUHolder.options(name='gpu-holder', lifetime='detached').remote()
-ready, _ = ray.wait([holder.where.remote()], timeout={wait})
-seen = ray.get(ready[0]) if ready else None
-if seen:
-    node = [n for n in ray.nodes() if n['NodeID'] == seen['node_id']]
-    seen['node_ip'] = node[0]['NodeManagerAddress'] if node else None
-    seen['node_gpus'] = node[0]['Resources'].get('GPU', 0) if node else None
-print('GPU_ACTOR', json.dumps(seen))
-"""
-RELEASE_GPU = """
-import ray
-ray.init(namespace='rayconformance')
-ray.kill(ray.get_actor('gpu-holder'))
-print('KILLED gpu-holder')
-"""
 NO_DEVICE = (None, "", "void", "none")  # NVIDIA_VISIBLE_DEVICES values that hand a container no GPU
 
 
@@ -125,7 +52,7 @@ def test_gpu_worker_group_gets_a_gpu(ctx):
         (f"the gpu worker Pod {worker.metadata.name} runs on Node {worker.spec.node_name}, whose capacity has no "
          f"{GPU} (observed {capacity!r}); expected a GPU node")
 
-    logs = cluster.ray_job_must_succeed(PROBE)
+    logs = cluster.ray_job_must_succeed(program("gpu_probe"))
     total = printed(logs, "CLUSTER_GPU")
     assert total == 1, \
         (f"Ray's cluster resources must count the worker's GPU: expected GPU 1, observed {total}; the worker's "
@@ -182,7 +109,7 @@ def test_gpu_group_scales_from_zero_and_back(ctx):
         assert node_gpus(ctx, cpu_worker.spec.node_name) >= 1, \
             (f"the CPU group's nodeSelector nvidia.com/gpu.present=true should place {cpu_worker.metadata.name} on a "
              f"GPU node; Node {cpu_worker.spec.node_name} has no {GPU}")
-        logs = cluster.ray_job_must_succeed(CPU_WORKER_PROBE.format(ip=cpu_worker.status.pod_ip))
+        logs = cluster.ray_job_must_succeed(program("cpu_worker_probe", ip=cpu_worker.status.pod_ip))
         node, task = printed(logs, "CPU_NODE"), printed(logs, "CPU_TASK")
         assert node is not None and not node["gpus"] and task is not None and not task["gpu_ids"] \
             and task["NVIDIA_VISIBLE_DEVICES"] in NO_DEVICE, \
@@ -191,7 +118,7 @@ def test_gpu_group_scales_from_zero_and_back(ctx):
              f"task {task}; start command: {start_command(cpu_worker)}")
 
         # step 3: demand for one GPU brings up exactly one GPU worker, which runs it
-        logs = cluster.ray_job_must_succeed(GPU_DEMAND.format(wait=int(ctx.timeouts.medium)))
+        logs = cluster.ray_job_must_succeed(program("gpu_demand", wait=int(ctx.timeouts.medium)))
         actor = printed(logs, "GPU_ACTOR")
         assert actor is not None, \
             (f"an actor asking for num_gpus=1 was not placed within {int(ctx.timeouts.medium)}s of the demand; gpu "
@@ -205,30 +132,12 @@ def test_gpu_group_scales_from_zero_and_back(ctx):
              f"GPU 1, holding one GPU id; observed {actor}")
 
         # step 4: without the demand the group goes back to zero
-        cluster.ray_job_must_succeed(RELEASE_GPU, ctx.timeouts.medium)
+        cluster.ray_job_must_succeed(program("gpu_release"), ctx.timeouts.medium)
         cluster.group_workers_must_be_running_and_ready("gpu", 0, what="the idle GPU worker to be removed after the "
                                                                        "idle timeout")
     gpu_pods.must_not_have_failed()
     assert gpu_pods.peak == 1 and len(gpu_pods.created) == 1, \
         f"one GPU of demand must bring up exactly one GPU worker Pod; observed {gpu_pods.summary()}"
-
-
-# A detached actor asking for one CPU and no GPU (the demand), and the IP of the Ray node it runs on.
-CPU_DEMAND = """
-import json
-import ray
-ray.init(namespace='rayconformance')
-
-@ray.remote(num_cpus=1)
-class CPUHolder:
-    def where(self):
-        node = ray.get_runtime_context().get_node_id()
-        return [n['NodeManagerAddress'] for n in ray.nodes() if n['NodeID'] == node][0]
-
-holder = CPUHolder.options(name='cpu-holder', lifetime='detached').remote()
-ready, _ = ray.wait([holder.where.remote()], timeout={wait})
-print('CPU_ACTOR', json.dumps(ray.get(ready[0]) if ready else None))
-"""
 
 
 @pytest.mark.feature("RayClusterGPUAutoscaling")
@@ -247,7 +156,7 @@ def test_cpu_demand_scales_the_cpu_group_not_the_gpu_one(ctx):
 
     with cluster.watch_pods(group="gpu") as gpu_pods:
         # step 1: CPU demand brings up a CPU worker, which runs it
-        logs = cluster.ray_job_must_succeed(CPU_DEMAND.format(wait=int(ctx.timeouts.medium)))
+        logs = cluster.ray_job_must_succeed(program("cpu_demand", wait=int(ctx.timeouts.medium)))
         ran_on = printed(logs, "CPU_ACTOR")
         [worker] = cluster.group_workers_must_be_running_and_ready(
             cpu_group["groupName"], 1, ctx.timeouts.short,
@@ -260,7 +169,7 @@ def test_cpu_demand_scales_the_cpu_group_not_the_gpu_one(ctx):
             f"CPU demand must bring up no worker of the GPU group; observed {gpu_pods.summary()}"
 
         # step 2: the GPU group was there to be scaled: a GPU of demand brings up its worker
-        logs = cluster.ray_job_must_succeed(GPU_DEMAND.format(wait=int(ctx.timeouts.medium)))
+        logs = cluster.ray_job_must_succeed(program("gpu_demand", wait=int(ctx.timeouts.medium)))
         assert printed(logs, "GPU_ACTOR") is not None, \
             f"an actor asking for num_gpus=1 was not placed; gpu group Pods: {gpu_pods.summary()}"
         cluster.group_workers_must_be_running_and_ready("gpu", 1, ctx.timeouts.short,

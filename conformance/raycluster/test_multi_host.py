@@ -11,38 +11,12 @@ import pytest
 
 from rayconformance.fixtures.expect.raycluster_slices import (describe_slices, group_pods_must_settle,
                                                               single_host_indices_must_be, slices_must_be_whole, uids)
+from rayconformance.fixtures.programs import program
 
 SAMPLE = "raycluster-multi-host"
 TPU_SAMPLE = "raycluster-multi-host-tpu"
 AUTOSCALER_SAMPLE = "raycluster-multi-host-autoscaler"
 TPU = "google.com/tpu"
-# Runs inside the Ray cluster as a Ray job (python -c): single quotes only. HOST_IPS: the hosts' Pod IPs; CHIPS: each
-# host's chips. For each host's Ray node: its TPU resource, and what a task pinned to it, holding all its TPUs, sees of
-# the container's devices (the device plugin's TPU_VISIBLE_DEVICES); null where no such task ran within 60 s.
-TPU_PROBE = """
-import json, os, time
-import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-ray.init()
-ips = HOST_IPS
-def hosts():
-    return [n for n in ray.nodes() if n['Alive'] and n['NodeManagerAddress'] in ips]
-deadline = time.time() + 60
-while time.time() < deadline and len(hosts()) < len(ips):
-    time.sleep(1)
-
-@ray.remote(num_cpus=0, resources={'TPU': CHIPS})
-def look():
-    return os.environ.get('TPU_VISIBLE_DEVICES')
-
-seen = {}
-for n in hosts():
-    ref = look.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n['NodeID'], soft=False)).remote()
-    ready, _ = ray.wait([ref], timeout=60)
-    seen[n['NodeManagerAddress']] = {'tpu': n['Resources'].get('TPU', 0),
-                                     'devices': ray.get(ready[0]) if ready else None}
-print('TPU_HOSTS', json.dumps(seen))
-"""
 
 
 def set_group(cluster, group: dict, **fields) -> dict:
@@ -178,7 +152,7 @@ def test_multi_host_tpu_slice_hosts_get_their_chips(ctx):
                 (f"{what}: host {pod.metadata.name} must keep its limit {TPU}: {chips} and run on a node offering "
                  f"them; observed limit {tpu_limit(pod)!r} on Node {pod.spec.node_name} offering {offered}")
         ips = [p.status.pod_ip for p in slice_pods]
-        logs = cluster.ray_job_must_succeed(TPU_PROBE.replace("CHIPS", str(chips)).replace("HOST_IPS", repr(ips)))
+        logs = cluster.ray_job_must_succeed(program("tpu_probe", ips=ips, chips=chips))
         m = re.search(r"^TPU_HOSTS (.*)$", logs, re.M)
         assert m, f"the Ray job printed no TPU_HOSTS line; logs:\n{logs[-2000:]}"
         seen = json.loads(m.group(1))
@@ -204,30 +178,6 @@ def test_multi_host_tpu_slice_hosts_get_their_chips(ctx):
     slice_must_get_its_chips("the recreated TPU slice")
 
 
-# Detached actors, one per host, each needing all of a host's {chips} TPU (a Ray resource here, no device); the IPs of
-# the Ray nodes they run on, of those placed within {wait} seconds.
-DEMAND = """
-import json
-import ray
-ray.init(namespace='rayconformance')
-
-@ray.remote(num_cpus=0, resources={{'TPU': {chips}}})
-class Chips:
-    def ip(self):
-        node = ray.get_runtime_context().get_node_id()
-        return [n['NodeManagerAddress'] for n in ray.nodes() if n['NodeID'] == node][0]
-
-hs = [Chips.options(name=f'tpu-{{i}}', lifetime='detached').remote() for i in range({hosts})]
-ready, _ = ray.wait([h.ip.remote() for h in hs], num_returns={hosts}, timeout={wait})
-print('TPU_ACTORS', json.dumps([ray.get(r) for r in ready]))
-"""
-RELEASE = """
-import ray
-ray.init(namespace='rayconformance')
-for i in range({hosts}):
-    ray.kill(ray.get_actor(f'tpu-{{i}}'))
-print('KILLED', {hosts})
-"""
 
 
 @pytest.mark.feature("RayClusterMultiHost", "RayClusterMultiHostAutoscaling", "RayClusterAutoscalerV2")
@@ -250,7 +200,8 @@ def test_autoscaler_adds_and_removes_whole_slices(ctx):
         assert not pods.live_names(), f"the group (replicas 0) must start with no Pods; observed {pods.summary()}"
 
         # step 2: one replica of demand brings up one whole slice, each host running one actor
-        logs = cluster.ray_job_must_succeed(DEMAND.format(chips=chips, hosts=hosts, wait=int(ctx.timeouts.medium)))
+        logs = cluster.ray_job_must_succeed(program("tpu_demand", chips=chips, hosts=hosts,
+                                                    wait=int(ctx.timeouts.medium)))
         m = re.search(r"^TPU_ACTORS (.*)$", logs, re.M)
         assert m, f"the Ray job printed no TPU_ACTORS line; logs:\n{logs[-2000:]}"
         placed = json.loads(m.group(1))
@@ -266,7 +217,7 @@ def test_autoscaler_adds_and_removes_whole_slices(ctx):
              f"{placed}; hosts {describe_slices(slice_pods)}")
 
         # step 3: without the demand the idle slice goes, whole
-        cluster.ray_job_must_succeed(RELEASE.format(hosts=hosts), ctx.timeouts.medium)
+        cluster.ray_job_must_succeed(program("tpu_release", hosts=hosts), ctx.timeouts.medium)
         cluster.group_workers_must_be_running_and_ready(name, 0, what="the idle slice to be removed")
     pods.must_not_have_failed()
     assert len(pods.created) == hosts and pods.peak == hosts, \

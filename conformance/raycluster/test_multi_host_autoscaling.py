@@ -10,8 +10,9 @@ import pytest
 
 from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
 from rayconformance.fixtures.expect.raycluster_slices import describe_slices, slices_must_be_whole
+from rayconformance.fixtures.programs import program
 
-from .test_multi_host import AUTOSCALER_SAMPLE, DEMAND
+from .test_multi_host import AUTOSCALER_SAMPLE
 
 # the group's maxReplicas per numOfHosts, as KubeRay's e2e sets them: room for more slices than the demand needs, so
 # a slice per host (or any slice too many) would show
@@ -42,7 +43,8 @@ def test_slices_follow_demand_and_max_replicas(ctx, version, hosts):
         cluster.must_be_provisioned()
 
         # step 2: one replica of demand brings up one whole slice, each host running one actor
-        logs = cluster.ray_job_must_succeed(DEMAND.format(chips=chips, hosts=hosts, wait=int(ctx.timeouts.medium)))
+        logs = cluster.ray_job_must_succeed(program("tpu_demand", chips=chips, hosts=hosts,
+                                                    wait=int(ctx.timeouts.medium)))
         m = re.search(r"^TPU_ACTORS (.*)$", logs, re.M)
         assert m, f"the Ray job printed no TPU_ACTORS line; logs:\n{logs[-2000:]}"
         workers = cluster.group_workers_must_be_running_and_ready(

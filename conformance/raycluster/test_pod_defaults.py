@@ -12,13 +12,11 @@ from rayconformance.fixtures.expect.raycluster_pod_wiring import (ray_container_
                                                                   ray_container_probes_must_be, shared_memory_must_be,
                                                                   user_container_parts_must_be_kept)
 from rayconformance.fixtures.expect.raycluster_pods import start_params_must_reach_ray_start
+from rayconformance.fixtures.programs import program
 
 GIB = 1024 ** 3
 AGENT_PORT, METRICS_PORT = 52365, 8080  # the operator's defaults for dashboard-agent-listen-port and metrics
 POST_START = "/tmp/conformance-post-start"  # what the head's postStart hook writes
-ENV_PRINTER = ("import os; print('ENV', os.environ.get('RAY_CLUSTER_NAME'), os.environ.get('RAY_CLUSTER_NAMESPACE'), "
-               f"os.environ.get('CONFORMANCE_NOTE'), "
-               f"os.path.exists('{POST_START}') and open('{POST_START}').read().strip())")
 
 
 @pytest.mark.feature("RayClusterPodDefaults")
@@ -117,7 +115,7 @@ def test_operator_completes_ray_pods_from_group_settings(ctx):
                                        "RAY_ADDRESS": f"127.0.0.1:{gcs_port}"}, cluster_name)
     ray_container_env_must_hold(worker, {"CONFORMANCE_NOTE": "worker", "RAY_PORT": gcs_port,
                                          "RAY_ADDRESS": f"{address}:{gcs_port}"}, cluster_name)
-    logs = cluster.ray_job_must_succeed(ENV_PRINTER)
+    logs = cluster.ray_job_must_succeed(program("pod_env", post_start=POST_START))
     expected = f"ENV {cluster.name} {ctx.namespace} head started"
     assert expected in logs, \
         (f"code run on the head must see {expected!r}: the cluster's name and namespace, the user's env var, and the "

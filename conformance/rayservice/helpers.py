@@ -7,6 +7,7 @@ import yaml
 
 from rayconformance.fixtures.context import Context
 from rayconformance.fixtures.handles.rayservice import RayService
+from rayconformance.fixtures.programs import program
 
 GREETER = "rayservice-greeter"
 
@@ -52,21 +53,5 @@ def signal_processes(name: str, sig: str, *, for_s: int = 0) -> str:
     """Python code for a Ray job on a head (`RayCluster.submit_ray_job`): it sends `sig` (e.g. SIGKILL, SIGSTOP) to
     every process of the head's Ray container named `name`: its program (gcs_server) or the title Ray gives a worker
     process (ray::ProxyActor). With `for_s`, it goes on doing so every half second for that long, so a process Ray
-    starts again meanwhile gets the signal too. Single quotes only (the job's entrypoint is `python -c "..."`)."""
-    return f"""
-import os, signal, time
-end = time.time() + {for_s}
-while True:
-    for pid in [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]:
-        try:
-            argv0 = open('/proc/' + pid + '/cmdline', 'rb').read().split(bytes(1))[0].decode(errors='replace')
-            comm = open('/proc/' + pid + '/comm').read().strip()
-        except OSError:
-            continue
-        if comm == '{name}' or os.path.basename(argv0).startswith('{name}'):
-            os.kill(int(pid), signal.{sig})
-            print('SIGNALLED', pid, argv0, flush=True)
-    if time.time() >= end:
-        break
-    time.sleep(0.5)
-"""
+    starts again meanwhile gets the signal too (samples/programs/signal_processes.py)."""
+    return program("signal_processes", name=name, sig=sig, for_s=for_s)

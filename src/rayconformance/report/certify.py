@@ -30,13 +30,17 @@ from . import counting, tallies
 from .results import FILENAME, SCHEMA
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout
-# certification.digestScheme -> what the suite digest covers; a report without digestScheme is of scheme 1
+# certification.digestScheme -> what the suite digest covers (a directory and its glob patterns); a report without
+# digestScheme is of scheme 1
 SCHEMES = {1: (("conformance", "**/*.py"), ("samples", "**/*.yaml")),
            2: (("conformance", "**/*.py"), ("samples", "**/*.yaml"), ("fixtures", "**/*.py"), ("clusters", "**/*.py")),
            # the framework moved out of fixtures/ into src/rayconformance/ (issue 53): scheme 2 would leave it out
            3: (("conformance", "**/*.py"), ("samples", "**/*.yaml"), ("fixtures", "**/*.py"), ("clusters", "**/*.py"),
-               ("src", "**/*.py"))}
-SCHEME = 3  # what a run records
+               ("src", "**/*.py")),
+           # the Ray programs the tests run as Ray jobs moved out of the test modules into samples/programs/*.py
+           4: (("conformance", "**/*.py"), ("samples", ("**/*.yaml", "programs/*.py")), ("fixtures", "**/*.py"),
+               ("clusters", "**/*.py"), ("src", "**/*.py"))}
+SCHEME = 4  # what a run records
 SUITE_PARTS = SCHEMES[SCHEME]
 # read from an earlier suite, where its commit keeps them: since the framework left fixtures/, and before
 FEATURES_FILES = ("src/rayconformance/features.py", "fixtures/features.py")
@@ -56,8 +60,9 @@ def file_digest(paths: list[Path], root: Path) -> str:
 
 
 def suite_digest(root: Path = ROOT, scheme: int = SCHEME) -> str:
-    return file_digest([p for d, pattern in SCHEMES[scheme] for p in (root / d).glob(pattern)
-                        if "__pycache__" not in p.parts], root)
+    return file_digest([p for d, patterns in SCHEMES[scheme]
+                        for pattern in ((patterns,) if isinstance(patterns, str) else patterns)
+                        for p in (root / d).glob(pattern) if "__pycache__" not in p.parts], root)
 
 
 def scheme_of(report: dict) -> int:

@@ -1,0 +1,2 @@
+"""Connects to the Ray cluster and prints its resources."""
+import ray; ray.init(); print(ray.cluster_resources())
