@@ -87,9 +87,7 @@ def verify_one(path: Path, gate: bool) -> bool:
 
 
 def run_verify_published() -> int:
-    from rayconformance.report import publish
-
-    from rayconformance.report import release
+    from rayconformance.report import publish, release
 
     runs, problems = publish.published_dirs(), publish.check_published()
     for p in problems:
@@ -104,63 +102,48 @@ def run_verify_published() -> int:
     return 1 if problems else 0
 
 
+def printed(command: str, error: type[Exception], action) -> int:
+    """Print what `action()` returns, or its `error` as one line naming the command (exit 1)."""
+    try:
+        text = action()
+    except error as e:
+        print(f"{command}: {e}", file=sys.stderr)
+        return 1
+    print(text)
+    return 0
+
+
 def run_publish(run_dir: Path, replace: bool) -> int:
     from rayconformance.report import publish
 
-    try:
-        target = publish.publish(run_dir, replace=replace)
-    except publish.PublishError as e:
-        print(f"publish: {e}", file=sys.stderr)
-        return 1
-    print(f"published {run_dir} as {target}")
-    return 0
+    return printed("publish", publish.PublishError,
+                   lambda: f"published {run_dir} as {publish.publish(run_dir, replace=replace)}")
 
 
 def run_merge(run_dirs: list[Path], out: Path) -> int:
+    from rayconformance.report import archive
     from rayconformance.run import merge
 
-    try:
-        path = merge.merge(run_dirs, out)
-    except merge.MergeError as e:
-        print(f"merge: {e}", file=sys.stderr)
-        return 1
-    from rayconformance.report import archive
-
-    print(f"merged {len(run_dirs)} shard reports: {path} (archive {archive.path_for(out)})")
-    return 0
+    return printed("merge", merge.MergeError, lambda: f"merged {len(run_dirs)} shard reports: "
+                   f"{merge.merge(run_dirs, out)} (archive {archive.path_for(out)})")
 
 
 def run_results(run: Path) -> int:
     from rayconformance import results
 
-    try:
-        print(results.text(run))
-    except results.ResultsError as e:
-        print(f"results: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return printed("results", results.ResultsError, lambda: results.text(run))
 
 
 def run_release(version: str) -> int:
     from rayconformance.report import release
 
-    try:
-        print(release.cut(version))
-    except release.ReleaseError as e:
-        print(f"release: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return printed("release", release.ReleaseError, lambda: release.cut(version))
 
 
 def run_field_coverage(report: Path) -> int:
     from rayconformance.report import field_coverage as show
 
-    try:
-        print(show.text(show.load_section(report)))
-    except show.ShowError as e:
-        print(f"field-coverage: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return printed("field-coverage", show.ShowError, lambda: show.text(show.load_section(report)))
 
 
 if __name__ == "__main__":
