@@ -1,4 +1,4 @@
-"""Prints the wall time of each test in a conformance report, per profile (RayCluster, RayJob, RayService),
+"""Prints the wall time of each test in a conformance report, per resource (RayCluster, RayJob, RayService),
 with each group's sum, and the traffic numbers the tests measured.
 
     .venv/bin/python bench/report_times.py reports/<run-id>[/conformance-report.yaml]
@@ -21,12 +21,12 @@ def main(path: str) -> int:
         sys.exit(f"bench: cannot read the conformance report {file}: {e}; give a run directory under reports/")
     groups: dict[str, list[dict]] = {}
     for t in report["tests"]:
-        profile = features.BY_NAME[t["features"][0]].profile
-        groups.setdefault(profile, []).append(t)
+        resource = features.BY_NAME[t["features"][0]].resource
+        groups.setdefault(resource, []).append(t)
     print(f"run {report['runId']}: operator {report['operator'].get('profile')}, cluster {report['cluster']['name']}")
-    for profile, tests in groups.items():
+    for resource, tests in groups.items():
         ran = [t for t in tests if t["outcome"] != "skipped"]
-        print(f"{profile}: {len(ran)} tests ran, {sum(t['durationSeconds'] for t in ran):.1f} s in all")
+        print(f"{resource}: {len(ran)} tests ran, {sum(t['durationSeconds'] for t in ran):.1f} s in all")
         for t in tests:
             m = t.get("measurements") or {}
             traffic = (f"  requests {m['traffic.requests']}, failures {m['traffic.failures']}, "

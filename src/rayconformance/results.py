@@ -1,5 +1,5 @@
 """`python -m rayconformance results RUN`: a run summarized from what it left, its directory or its archive
-(reports/<run-id>.tar.gz) as downloaded: who and what was tested, the result per profile and level and each feature's
+(reports/<run-id>.tar.gz) as downloaded: who and what was tested, the result per resource and level and each feature's
 verdict (tests of unsupported features counted apart, counting.py: a report counted by an earlier statistics scheme
 also says what it stated), the failures with their messages, the field coverage totals, and where the diagnostics are.
 """
@@ -29,8 +29,9 @@ def load(run_dir: Path) -> dict:
         raise ResultsError(f"no report at {path}: give a run directory (reports/<run-id>) or its archive") from None
     except yaml.YAMLError as e:
         raise ResultsError(f"{path} is not valid YAML: {' '.join(str(e).split())[:200]}") from None
-    if not isinstance(report, dict) or not isinstance(report.get("tests"), list) or "profiles" not in report:
-        raise ResultsError(f"{path} is not a conformance report (no profiles and tests)")
+    keys = (counting.RESOURCES_KEY, counting.OLD_RESOURCES_KEY)  # `profiles` in the reports made before
+    if not isinstance(report, dict) or not isinstance(report.get("tests"), list) or not any(k in report for k in keys):
+        raise ResultsError(f"{path} is not a conformance report (no resources and tests)")
     return report
 
 
@@ -55,14 +56,14 @@ def header(report: dict) -> list[str]:
 
 
 def verdict_lines(report: dict) -> list[str]:
-    blocks = report_page.derived_profiles(report)
+    blocks, stated = report_page.derived_resources(report), counting.resource_blocks(report)
     lines = ["", "results (tests of unsupported features counted apart, not as skips):"]
-    lines += [f"  {line}" for line in summary.table({"profiles": blocks})]
-    if blocks is not report["profiles"]:
-        stated = "; ".join(f"{p['name']} Core {p['core']['result']}, Extended {p['extended']['result']}"
-                           for p in report["profiles"])
+    lines += [f"  {line}" for line in summary.table({counting.RESOURCES_KEY: blocks})]
+    if blocks is not stated:
+        said = "; ".join(f"{p['name']} Core {p['core']['result']}, Extended {p['extended']['result']}"
+                         for p in stated)
         lines.append(f"  the report itself, counted by statistics scheme {counting.scheme_of(report)} (unsupported "
-                     f"tests as skips), says: {stated}")
+                     f"tests as skips), says: {said}")
     verdicts = counting.feature_verdicts(report)
     claimed = {n: v for n, v in verdicts.items() if v["claimed"]}
     untested = sorted(set((report.get("operator") or {}).get("claimedFeatures") or []) - set(verdicts))

@@ -66,7 +66,7 @@ def test_claimed_feature_the_operator_lacks_fails_naming_it(cpu, tmp_path):
     assert run.proc.returncode == 1, f"exit code {run.proc.returncode}, expected 1 (test failures):\n{run.output}"
     assert "feature RayServiceIncrementalUpgrade FAILED" in run.proc.stdout and \
         "claimed by profile kuberay-v1.5.1-overclaiming" in run.proc.stdout, run.output
-    rs = next(p for p in run.report()["profiles"] if p["name"] == "RayService")
+    rs = next(p for p in run.report()["resources"] if p["name"] == "RayService")
     assert rs["extended"]["failedFeatures"] == ["RayServiceIncrementalUpgrade"], rs
 
 

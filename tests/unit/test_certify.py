@@ -94,7 +94,7 @@ def test_failed_claims_and_core_tests_are_named(suite):
                 .replace('"""A RayCluster suspends."""', 'pytest.skip("no room")'))
     suite.run(CLAIMS)
     problems = certify.verify(suite.run_dir)
-    assert "Core test provisioning of profile RayCluster failed" in problems, problems
+    assert "Core test provisioning of resource RayCluster failed" in problems, problems
     assert "claimed feature RayClusterProvisioning failed in provisioning" in problems, problems
     assert "claimed feature RayClusterSuspend skipped in suspend" in problems, problems
 
@@ -135,7 +135,7 @@ def test_an_outcome_edited_and_re_checksummed_fails_verify_on_its_statistics(sui
 
     edit(suite.run_dir, forge)
     assert certify.verify(suite.run_dir) == [
-        "statistics do not match the tests (profile RayCluster extended statistics: the report says 0 passed, "
+        "statistics do not match the tests (resource RayCluster extended statistics: the report says 0 passed, "
         "0 failed, 1 skipped, 0 unsupported, its tests give 1 passed, 0 failed, 0 skipped, 0 unsupported): the report "
         "was changed after the run"]
 
@@ -143,11 +143,11 @@ def test_an_outcome_edited_and_re_checksummed_fails_verify_on_its_statistics(sui
 def test_every_stated_statistic_is_checked_against_the_tests(suite):
     run(suite)
     for change, named in [
-        (lambda r: r["profiles"][0]["core"].update(failedTests=["provisioning"]), "core failedTests"),
-        (lambda r: r["profiles"][0]["extended"].update(result="failure"), "extended result"),
-        (lambda r: r["profiles"][0].update(summary="Core tests succeeded."), "summary"),
-        (lambda r: r["profiles"][0]["extended"].update(unsupportedFeatures=[]), "extended unsupportedFeatures"),
-        (lambda r: r["profiles"][0]["core"].update(failedFeatures=["RayClusterProvisioning"]), "core failedFeatures"),
+        (lambda r: r["resources"][0]["core"].update(failedTests=["provisioning"]), "core failedTests"),
+        (lambda r: r["resources"][0]["extended"].update(result="failure"), "extended result"),
+        (lambda r: r["resources"][0].update(summary="Core tests succeeded."), "summary"),
+        (lambda r: r["resources"][0]["extended"].update(unsupportedFeatures=[]), "extended unsupportedFeatures"),
+        (lambda r: r["resources"][0]["core"].update(failedFeatures=["RayClusterProvisioning"]), "core failedFeatures"),
         (lambda r: r.update(shards=[{"runId": "a", "cluster": "c", "tests": 3}]),
          "the shards' test counts add up to 3"),
         (lambda r: r.update(baseline={"runId": "b", "regressed": [], "fixed": [], "counts": {"still-pass": 2}}),
@@ -223,3 +223,14 @@ def test_a_report_is_checked_by_the_digest_scheme_its_suite_records(suite):
     edit(suite.run_dir, lambda r: r["certification"].update(digestScheme=99))
     problems = certify.verify(suite.run_dir)
     assert len(problems) == 1 and problems[0].startswith("digest scheme 99 is not one this suite knows"), problems
+
+
+def test_an_earlier_feature_list_grouped_in_profiles_is_read_as_resources(tmp_path):
+    older = (certify.ROOT / certify.FEATURES_FILES[0]).read_text().replace("RESOURCES", "PROFILES")
+    older = older.replace("    resource: str", "    profile: str").replace("{f.resource:", "{f.profile:")
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "features.py").write_text(older)  # where it was before src/rayconformance
+    table = certify.feature_table(tmp_path)
+    assert table.RESOURCES == ("RayCluster", "RayJob", "RayService")
+    assert table.BY_NAME["RayJobK8sJobMode"].resource == "RayJob"
+    assert table.classify(["RayJobK8sJobMode"]) == {"RayJob": "core"}

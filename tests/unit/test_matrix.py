@@ -19,7 +19,7 @@ def recorded(tmp_path: Path, name: str, profile: str, ray: str, tests: list[tupl
     d.mkdir()
     report = {"apiVersion": "rayconformance.io/v1alpha1", "kind": "RayConformanceReport", "runId": name,
               "operator": {"profile": profile, "featureGates": {}, "rayVersion": ray, "version": version},
-              "implementation": {"version": version}, "wallSeconds": 100.0, "profiles": [],
+              "implementation": {"version": version}, "wallSeconds": 100.0, "resources": [],
               "tests": [{"name": n, "features": f, "outcome": o, **({"reason": r} if r else {})}
                         for n, f, o, r in tests]}
     (d / "conformance-report.yaml").write_text(yaml.safe_dump(report))

@@ -234,19 +234,21 @@ def test_pytests_letters_give_way_on_a_terminal_only():
 def test_the_summary_table_and_the_report_paths(tmp_path):
     html = tmp_path / "report.html"
     html.write_text("")
-    report = {"profiles": [
+    report = {"resources": [
         {"name": "RayCluster", "core": {"result": "success", "statistics": {"passed": 12, "failed": 0, "skipped": 0}},
          "extended": {"result": "partial", "statistics": {"passed": 8, "failed": 0, "skipped": 3}}},
         {"name": "RayService", "core": {"result": "failure", "statistics": {"passed": 5, "failed": 1, "skipped": 0}},
          "extended": {"result": "partial", "statistics": {"passed": 0, "failed": 0, "skipped": 0}}}],
         "baseline": {"runId": "v161", "regressed": ["suspend"]}}
     assert summary.closing_lines(report, Path("r/conformance-report.yaml"), html) == [
-        "profile     Core                          Extended",
+        "resource    Core                          Extended",
         "RayCluster  success (12 passed)           partial (8 passed, 3 skipped)",
         "RayService  failure (5 passed, 1 failed)  partial (no tests)",
         "regressed against baseline v161: suspend",
         f"HTML report: {html}",
         "conformance report: r/conformance-report.yaml"]
+    older = {"profiles" if k == "resources" else k: v for k, v in report.items()}  # before they were resources
+    assert summary.closing_lines(older, None, None) == summary.closing_lines(report, None, None)
     last = summary.closing_lines(report, None, tmp_path / "missing.html")[-1]
     assert last == "regressed against baseline v161: suspend"
 
@@ -256,7 +258,7 @@ def test_a_run_ends_with_the_table_and_the_html_report(suite):
     result = suite.run("--all-features")
     out = result.stdout.lines
     at = max(i for i, line in enumerate(out) if "rayconformance summary" in line)
-    assert out[at + 1].split() == ["profile", "Core", "Extended"], out[at:]
+    assert out[at + 1].split() == ["resource", "Core", "Extended"], out[at:]
     assert out[-2].startswith("HTML report: ") and out[-2].endswith("report.html"), out[at:]
     assert out[-1].startswith("conformance report: "), out[at:]
     assert not any(line.startswith("[1/") for line in out), "no progress lines off a terminal"

@@ -178,6 +178,6 @@ def test_a_published_report_forged_and_re_checksummed_does_not_verify(tmp_path):
 
     edit(published / "kuberay" / "v1.6.1", forge)
     assert publish.check_published(published) == [
-        "kuberay/v1.6.1: statistics do not match the tests (profile RayCluster extended statistics: the report says "
+        "kuberay/v1.6.1: statistics do not match the tests (resource RayCluster extended statistics: the report says "
         "56 passed, 0 failed, 26 skipped, its tests give 57 passed, 0 failed, 25 skipped): the report was changed "
         "after the run"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
 
 from rayconformance import features
 from rayconformance.operator import profiles
@@ -15,19 +17,21 @@ from rayconformance.report.results import Record
 
 from .conftest import usage_error
 
+PUBLISHED = Path(__file__).resolve().parents[2] / "reports" / "published"
+
 
 def validate(data: dict) -> None:
     jsonschema.Draft202012Validator(json.loads(report.SCHEMA.read_text())).validate(data)
 
 
-def profile(data: dict, name: str) -> dict:
-    return next(p for p in data["profiles"] if p["name"] == name)
+def resource(data: dict, name: str) -> dict:
+    return next(p for p in data["resources"] if p["name"] == name)
 
 
 def check_sample_report(data: dict) -> None:
     """What the report of SAMPLE_TESTS with --all-features and --skip-tests=autoscaler[v2] must say."""
     validate(data)
-    rc, rj, rs = profile(data, "RayCluster"), profile(data, "RayJob"), profile(data, "RayService")
+    rc, rj, rs = resource(data, "RayCluster"), resource(data, "RayJob"), resource(data, "RayService")
     assert rc["core"] == {"result": "success", "statistics": {"passed": 1, "failed": 0, "skipped": 0, "unsupported": 0},
                           "failedTests": [], "failedFeatures": [], "skippedTests": [], "unsupportedTests": []}
     assert rc["extended"]["result"] == "failure"
@@ -36,7 +40,7 @@ def check_sample_report(data: dict) -> None:
     assert rc["extended"]["failedFeatures"] == ["RayClusterSuspend"]
     assert "RayClusterGPUWorkerGroups" in rc["extended"]["supportedFeatures"]
     lacked = {f for f in profiles.load(data["operator"]["profile"]).lacks
-              if features.BY_NAME[f].profile == "RayCluster" and features.BY_NAME[f].level == "extended"}
+              if features.BY_NAME[f].resource == "RayCluster" and features.BY_NAME[f].level == "extended"}
     assert set(rc["extended"]["unsupportedFeatures"]) == lacked  # --all-features: all the release has
     assert rj["core"]["result"] == "success" and rj["extended"]["statistics"]["passed"] == 0
     assert rs["core"]["result"] == "untested" and rs["summary"] == \
@@ -73,6 +77,16 @@ def test_report_contents(suite):
     result.stdout.fnmatch_lines(["*conformance report: *reports/unit/conformance-report.yaml",
                                  "feature RayClusterSuspend FAILED in suspend (claimed by --all-features)",
                                  "*warning: could not read the cluster's version and nodes*"])
+
+
+def test_the_schema_takes_the_blocks_per_resource_under_their_new_name_or_their_old_one():
+    published = yaml.safe_load((PUBLISHED / "kuberay" / "v1.6.1" / report.FILENAME).read_text())
+    blocks = published.pop(counting.OLD_RESOURCES_KEY)
+    validate({**published, counting.OLD_RESOURCES_KEY: blocks})  # a report made before they were resources
+    validate({**published, counting.RESOURCES_KEY: blocks})
+    for wrong in ({**published}, {**published, counting.RESOURCES_KEY: blocks, counting.OLD_RESOURCES_KEY: blocks}):
+        with pytest.raises(jsonschema.ValidationError):
+            validate(wrong)
 
 
 def test_html_and_junit_carry_the_features(suite):

@@ -171,4 +171,4 @@ def test_claims_a_narrowed_selection_did_not_test_are_one_line(suite):
     assert certify.claim_problems(report) == [
         "6 claimed features have no test in the report (the selection was narrowed by --run-test): RayJobDeadlines, "
         "RayJobHTTPMode, RayJobRetries, RayJobSuspend, RayJobTTLAfterFinished, ...",
-        "Core test job of profile RayJob skipped"]  # claiming RayJob features makes its Core tests required
+        "Core test job of resource RayJob skipped"]  # claiming RayJob features makes its Core tests required

@@ -25,7 +25,7 @@ def test_profile_claiming_nothing_skips_everything_and_brings_up_no_cluster(suit
     assert skip_reasons(result)["provisioning"] == \
         "unsupported feature(s): RayClusterProvisioning (not claimed by profile none)"
     assert suite.provider_calls() == []
-    core = suite.report()["profiles"][0]["core"]  # not claimed: unsupported, no skip of the verdict
+    core = suite.report()["resources"][0]["core"]  # not claimed: unsupported, no skip of the verdict
     assert (core["result"], core["statistics"]["skipped"], core["unsupportedTests"]) == \
         ("untested", 0, ["provisioning"]), core
 
@@ -165,7 +165,7 @@ def test_feature_needing_a_newer_ray_is_skipped_as_unsupported(suite):
     result = suite.run("--ray-version=2.46.0")  # kuberay-v1.6.1 claims RayClusterTokenAuth
     result.assert_outcomes(passed=1, skipped=1)
     assert skip_reasons(result) == {"token": TOO_OLD}
-    extended = suite.report()["profiles"][0]["extended"]
+    extended = suite.report()["resources"][0]["extended"]
     assert "RayClusterTokenAuth" in extended["unsupportedFeatures"]
     assert "RayClusterTokenAuth" not in extended["supportedFeatures"]
 

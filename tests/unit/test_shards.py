@@ -74,7 +74,7 @@ def test_two_shards_merged_equal_an_unsharded_run_and_verify(suite, tmp_path, ca
     assert verdicts(tmp_path / "merged") == verdicts(reports / "full")
     merged = yaml.safe_load((tmp_path / "merged" / "conformance-report.yaml").read_text())
     full = yaml.safe_load((reports / "full" / "conformance-report.yaml").read_text())
-    assert merged["profiles"] == full["profiles"] and [s["runId"] for s in merged["shards"]] == ["s1", "s2"]
+    assert merged["resources"] == full["resources"] and [s["runId"] for s in merged["shards"]] == ["s1", "s2"]
     assert [s["shard"] for s in merged["shards"]] == ["1/2", "2/2"]
     assert merged["selection"] == full["selection"]  # the shards together: no --shard
     assert certify.verify(tmp_path / "merged") == []

@@ -16,6 +16,7 @@ import yaml
 
 from rayconformance import features
 from rayconformance.operator import profiles
+from rayconformance.report.counting import resource_blocks
 from rayconformance.report.results import FILENAME as RUN_REPORT
 
 from . import NOT_RUN, UNSUPPORTED, MatrixError
@@ -73,7 +74,7 @@ def cells_from_runs(run_dirs: list[Path], claims: dict[str, list[str]] | None = 
         try:
             claimed = tuple(claims[name]) if claims is not None else profiles.load(name).features
         except (profiles.ProfileError, KeyError):
-            claimed = tuple(f for p in report.get("profiles", []) for lvl in ("core", "extended")
+            claimed = tuple(f for p in resource_blocks(report) for lvl in ("core", "extended")
                             for f in p.get(lvl, {}).get("supportedFeatures", []))
         cells.append(Cell(name, op.get("rayVersion") or "?", run_dir=d, report=report, claims=claimed,
                           wall_seconds=report.get("wallSeconds")))
@@ -159,7 +160,7 @@ def feature_rows(cells: list[Cell], tests: dict[str, dict]) -> tuple[list[dict],
                 contradictions.append({"column": c.column, "feature": f.name, "claimed": False, "verdict": "passed",
                                        "tests": sorted(r["name"] for r in rows if r["outcomes"][c.column] == "passed")})
         if rows or any(v["claimed"] for v in results.values()):
-            feats.append({"name": f.name, "profile": f.profile, "level": f.level, "results": results})
+            feats.append({"name": f.name, "resource": f.resource, "level": f.level, "results": results})
     return feats, contradictions
 
 

@@ -8,8 +8,8 @@ by the digest scheme the report names (the same suite ran); the profile digest, 
 that suite's profiles/; the results checksum (no outcome edited after the run: a checksum, not a signature); every
 statistic the report states agrees with its test list, counted by the report's statistics scheme (tallies.py,
 counting.py: an outcome edited and re-checksummed leaves them behind); the implementation block filled; every
-claimed feature tested, none skipped or failed; and every Core test of each profile the operator claims features in
-ran and passed. Each problem is one line. A gate's run (verify --gate) is checked without the claims:
+claimed feature tested, none skipped or failed; and every Core test of each resource the operator claims features
+of ran and passed. Each problem is one line. A gate's run (verify --gate) is checked without the claims:
 gate_findings.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import yaml
 
@@ -198,9 +198,9 @@ def digests_match(report: dict, root: Path) -> bool:
             and cert.get("suiteDigest") == suite_digest(root, scheme) and profile_problem(report, root) is None)
 
 
-def feature_table(root: Path) -> ModuleType:
+def feature_table(root: Path) -> ModuleType | SimpleNamespace:
     """The feature list of the suite at `root`: its features.py (`FEATURES_FILES`: an earlier commit's, written out
-    by publish.suite_at), else this checkout's."""
+    by publish.suite_at; one whose groups were still named profiles read as resources), else this checkout's."""
     path = suite_file(root, FEATURES_FILES)
     if root.resolve() == ROOT or path is None:
         return features
@@ -213,7 +213,20 @@ def feature_table(root: Path) -> ModuleType:
         return features
     finally:
         del sys.modules[name]
-    return module if all(hasattr(module, n) for n in ("PROFILES", "FEATURES", "BY_NAME", "classify")) else features
+    if all(hasattr(module, n) for n in ("RESOURCES", "FEATURES", "BY_NAME", "classify")):
+        return module
+    if all(hasattr(module, n) for n in ("PROFILES", "FEATURES", "classify")):  # before the groups were resources
+        return _as_resources(module)
+    return features
+
+
+def _as_resources(module: ModuleType) -> SimpleNamespace:
+    """An earlier feature list whose groups were named profiles (`PROFILES`, `Feature.profile`), as this suite reads
+    a feature list: `RESOURCES`, and features with their `resource`."""
+    listed = tuple(features.Feature(f.name, f.profile, f.level, f.description, getattr(f, "min_ray", None))
+                   for f in module.FEATURES)
+    return SimpleNamespace(RESOURCES=module.PROFILES, FEATURES=listed, BY_NAME={f.name: f for f in listed},
+                           NAMES=tuple(f.name for f in listed), classify=module.classify)
 
 
 def schema_problems(report) -> list[str]:
@@ -225,7 +238,7 @@ def schema_problems(report) -> list[str]:
 
 
 def claim_problems(report: dict, table: ModuleType = features) -> list[str]:
-    """Every claimed feature tested, none skipped or failed; every Core test of each claimed profile passed."""
+    """Every claimed feature tested, none skipped or failed; every Core test of each claimed resource passed."""
     claimed = set(report["operator"].get("claimedFeatures") or [])
     by_feature: dict[str, list[dict]] = {}
     for t in report["tests"]:
@@ -247,9 +260,9 @@ def claim_problems(report: dict, table: ModuleType = features) -> list[str]:
             if outcome in outcomes:
                 problems.append(f"claimed feature {f} {outcome} in "
                                 f"{', '.join(t['name'] for t in by_feature[f] if t['outcome'] == outcome)}")
-    claimed_profiles = {table.BY_NAME[f].profile for f in claimed if f in table.BY_NAME}
+    claimed_resources = {table.BY_NAME[f].resource for f in claimed if f in table.BY_NAME}
     for t in report["tests"]:
-        core = [p for p, level in table.classify(t["features"]).items() if level == "core" and p in claimed_profiles]
+        core = [r for r, level in table.classify(t["features"]).items() if level == "core" and r in claimed_resources]
         if core and t["outcome"] != "passed":
-            problems.append(f"Core test {t['name']} of profile {core[0]} {t['outcome']}")
+            problems.append(f"Core test {t['name']} of resource {core[0]} {t['outcome']}")
     return problems

@@ -1,11 +1,14 @@
-"""How a report counts its tests, as Gateway API's conformance reports do: per profile and level the tests of the
-features the operator claims (passed, failed, skipped) and, apart from them, the tests of features it does not claim.
+"""How a report counts its tests, as Gateway API's conformance reports do: per resource (RayCluster, RayJob,
+RayService: what Gateway API calls a profile) and level the tests of the features the operator claims (passed,
+failed, skipped) and, apart from them, the tests of features it does not claim. The blocks per resource are the
+report's `resources` (`profiles` in reports made before "profile" meant only an operator profile: `resource_blocks`).
 
-A test skipped because one of its features is not claimed (not in the profile, exempted, needing a newer Ray, the
-release lacking its API) is `unsupported`: it says nothing of the operator's verdict, so it is no skip. A level's
-result is `failure` when a test failed, `partial` when a test of claimed features was skipped (a run that could not
-test a claim: --skip-tests, a cluster without the GPU the test needs), `success` when tests passed and none failed or
-was skipped, and `untested` when no test of a claimed feature ran (a profile the operator claims nothing of).
+A test skipped because one of its features is not claimed (not in the operator profile, exempted, needing a newer
+Ray, the release lacking its API) is `unsupported`: it says nothing of the operator's verdict, so it is no skip. A
+level's result is `failure` when a test failed, `partial` when a test of claimed features was skipped (a run that
+could not test a claim: --skip-tests, a cluster without the GPU the test needs), `success` when tests passed and none
+failed or was skipped, and `untested` when no test of a claimed feature ran (a resource the operator claims nothing
+of).
 
 Statistics schemes (`certification.statisticsScheme`; a report without it is of scheme 1): 1 counted unsupported
 tests as skipped (a level with none passed was `partial`); 2 counts them apart. `verify` re-derives a report's
@@ -21,6 +24,8 @@ SCHEME = 2  # what a run records
 SCHEMES = (1, 2)
 OUTCOMES = ("passed", "failed", "skipped")
 UNSUPPORTED = "unsupported"
+RESOURCES_KEY = "resources"  # the report's blocks per resource
+OLD_RESOURCES_KEY = "profiles"  # what reports named them before "profile" meant only an operator profile
 
 
 def unsupported(test, claimed) -> bool:
@@ -34,7 +39,7 @@ def verdict(test, claimed) -> str:
     return UNSUPPORTED if unsupported(test, claimed) else test["outcome"] if isinstance(test, dict) else test.outcome
 
 
-def status(tests: list, profile: str | None = None, table: ModuleType = features, claimed=None,
+def status(tests: list, resource: str | None = None, table: ModuleType = features, claimed=None,
            scheme: int = SCHEME) -> dict:
     """One level's block: its result, counts and the tests and features that did not pass. `claimed` (the report's
     claimedFeatures) sets unsupported tests apart under scheme 2."""
@@ -50,7 +55,7 @@ def status(tests: list, profile: str | None = None, table: ModuleType = features
     else:  # scheme 1: nothing shown to work is partial
         result = "untested" if apart else "partial"
     failed_features = sorted({f for t in tests if t.outcome == "failed" for f in t.features
-                              if profile is None or table.BY_NAME[f].profile == profile})
+                              if resource is None or table.BY_NAME[f].resource == resource})
     return {"result": result, "statistics": {k: len(names) for k, names in by.items()},
             "failedTests": by["failed"], "failedFeatures": failed_features, "skippedTests": by["skipped"],
             **({"unsupportedTests": by[UNSUPPORTED]} if apart else {})}
@@ -74,23 +79,29 @@ def summary(level: str, st: dict) -> str:
     return text
 
 
-def profile_reports(tests: list, supported, table: ModuleType = features, scheme: int = SCHEME) -> list[dict]:
-    """One block per profile; `table` is the feature list (rayconformance.features, or an earlier suite's for verify),
-    `supported` the claimed features, `scheme` the statistics scheme to count by."""
+def resource_reports(tests: list, supported, table: ModuleType = features, scheme: int = SCHEME) -> list[dict]:
+    """One block per resource (the report's `resources`); `table` is the feature list (rayconformance.features, or an
+    earlier suite's for verify), `supported` the claimed features, `scheme` the statistics scheme to count by."""
     out = []
-    for profile in table.PROFILES:
+    for resource in table.RESOURCES:
         levels = {"core": [], "extended": []}
         for t in tests:
-            level = table.classify(t.features).get(profile)
+            level = table.classify(t.features).get(resource)
             if level:
                 levels[level].append(t)
-        core, extended = (status(levels[lv], profile, table, supported, scheme) for lv in ("core", "extended"))
-        ext_features = [f.name for f in table.FEATURES if f.profile == profile and f.level == "extended"]
+        core, extended = (status(levels[lv], resource, table, supported, scheme) for lv in ("core", "extended"))
+        ext_features = [f.name for f in table.FEATURES if f.resource == resource and f.level == "extended"]
         extended["supportedFeatures"] = [f for f in ext_features if f in supported]
         extended["unsupportedFeatures"] = [f for f in ext_features if f not in supported]
-        out.append({"name": profile, "summary": f"{summary('Core', core)} {summary('Extended', extended)}",
+        out.append({"name": resource, "summary": f"{summary('Core', core)} {summary('Extended', extended)}",
                     "core": core, "extended": extended})
     return out
+
+
+def resource_blocks(report: dict) -> list[dict]:
+    """A report's blocks per resource: `resources`, or `profiles` in a report made before they were renamed."""
+    blocks = report.get(RESOURCES_KEY, report.get(OLD_RESOURCES_KEY))
+    return blocks if isinstance(blocks, list) else []
 
 
 def scheme_of(report: dict) -> int:

@@ -2,7 +2,7 @@
 merge.py both write it), rendered from `conformance-report.yaml` and each failure's text in `junit.xml` beside it.
 
 The page says who and what was tested (implementation, operator, cluster, suite, selection, shards), the result per
-profile and level counted as counting.py does (tests of unsupported features apart from skips; a report counted by
+resource and level counted as counting.py does (tests of unsupported features apart from skips; a report counted by
 an earlier statistics scheme says what it stated), each feature's verdict, the failures with their messages,
 tracebacks and diagnostics, every test with its behavior and traffic plot, and the field coverage.
 """
@@ -65,14 +65,15 @@ def records(report: dict) -> list[Record]:
     return [Record(t["nodeid"], t["name"], t["features"], outcome=t["outcome"]) for t in report.get("tests") or []]
 
 
-def derived_profiles(report: dict) -> list[dict]:
-    """The profile blocks as this suite counts them (counting.SCHEME): the report's own when it was counted so, or
-    when it names a feature this suite's list no longer has (it cannot be sorted into profiles here)."""
+def derived_resources(report: dict) -> list[dict]:
+    """The resource blocks as this suite counts them (counting.SCHEME): the report's own (counting.resource_blocks)
+    when it was counted so, or when it names a feature this suite's list no longer has (it cannot be sorted into
+    resources here)."""
     known = all(f in features.BY_NAME for t in report.get("tests") or [] for f in t["features"])
     if counting.scheme_of(report) == counting.SCHEME or not known:
-        return report["profiles"]
+        return counting.resource_blocks(report)
     claimed = set((report.get("operator") or {}).get("claimedFeatures") or [])
-    return counting.profile_reports(records(report), claimed, features)
+    return counting.resource_reports(records(report), claimed, features)
 
 
 def facts(report: dict) -> str:
@@ -109,16 +110,16 @@ def cell(st: dict) -> str:
 
 
 def results(report: dict) -> str:
-    blocks = derived_profiles(report)
+    blocks, stated = derived_resources(report), counting.resource_blocks(report)
     rows = "".join(f"<tr><th>{esc(p['name'])}</th>{cell(p['core'])}{cell(p['extended'])}<td>{esc(p['summary'])}"
                    "</td></tr>" for p in blocks)
     note = ""
-    if blocks is not report["profiles"]:
-        stated = " ".join(f"{p['name']}: {p['summary']}" for p in report["profiles"])
+    if blocks is not stated:
+        said = " ".join(f"{p['name']}: {p['summary']}" for p in stated)
         note = (f"<p>Counted as this suite counts (tests of unsupported features apart). The report itself was "
                 f"counted by statistics scheme {counting.scheme_of(report)}, unsupported tests as skips: "
-                f"{esc(stated)}</p>")
-    return ("<h2>Results</h2><table><tr><th>profile</th><th>Core</th><th>Extended</th><th>summary</th></tr>"
+                f"{esc(said)}</p>")
+    return ("<h2>Results</h2><table><tr><th>resource</th><th>Core</th><th>Extended</th><th>summary</th></tr>"
             f"{rows}</table>{note}")
 
 
@@ -128,10 +129,10 @@ def feature_table(report: dict) -> str:
     def row(name: str, v: dict) -> str:
         f = features.BY_NAME.get(name)
         tests = "; ".join(f"{k}: {', '.join(names)}" for k, names in v["tests"].items())
-        return (f"<tr class='{esc(v['verdict'])}'><td>{esc(name)}</td><td>{esc(f.profile if f else '')} "
+        return (f"<tr class='{esc(v['verdict'])}'><td>{esc(name)}</td><td>{esc(f.resource if f else '')} "
                 f"{esc(f.level if f else '')}</td><td>{esc(v['verdict'])}</td><td>{esc(tests)}</td></tr>")
 
-    head = "<tr><th>feature</th><th>profile, level</th><th>verdict</th><th>tests</th></tr>"
+    head = "<tr><th>feature</th><th>resource, level</th><th>verdict</th><th>tests</th></tr>"
     claimed = "".join(row(n, v) for n, v in verdicts.items() if v["claimed"])
     other = "".join(row(n, v) for n, v in verdicts.items() if not v["claimed"])
     out = f"<h2>Features</h2><table>{head}{claimed}</table>"

@@ -173,7 +173,7 @@ def build(results: Results, options, env, suite_version: str) -> dict:
         "selection": {"full": not results.narrowed_by, "narrowedBy": results.narrowed_by,
                       **({"shard": {"index": options.shard[0], "count": options.shard[1]}}
                          if getattr(options, "shard", None) else {})},
-        "profiles": counting.profile_reports(tests, options.supported),
+        counting.RESOURCES_KEY: counting.resource_reports(tests, options.supported),
         "tests": rows,
     }
 

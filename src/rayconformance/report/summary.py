@@ -1,4 +1,4 @@
-"""The lines a conformance run ends with: its result per profile and level as a table (tests of unsupported features
+"""The lines a conformance run ends with: its result per resource and level as a table (tests of unsupported features
 counted apart: counting.py), the features not claimed, and where its reports and archive are."""
 from __future__ import annotations
 
@@ -7,18 +7,18 @@ from pathlib import Path
 from . import counting
 from .results import INCOMPLETE
 
-HEADER = ("profile", "Core", "Extended")
+HEADER = ("resource", "Core", "Extended")
 
 
 def cell(status: dict) -> str:
-    """`partial (8 passed, 3 skipped)` from a profile level's status block."""
+    """`partial (8 passed, 3 skipped)` from a resource level's status block."""
     counts = ", ".join(f"{n} {outcome}" for outcome, n in status["statistics"].items() if n)
     return f"{status['result']} ({counts or 'no tests'})"
 
 
 def table(report: dict) -> list[str]:
-    """One row per profile, columns aligned; the header first."""
-    rows = [HEADER] + [(p["name"], cell(p["core"]), cell(p["extended"])) for p in report.get("profiles") or []]
+    """One row per resource, columns aligned; the header first."""
+    rows = [HEADER] + [(p["name"], cell(p["core"]), cell(p["extended"])) for p in counting.resource_blocks(report)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 

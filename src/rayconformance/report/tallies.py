@@ -2,12 +2,12 @@
 does not match, in one line.
 
 A report states its results twice: each test's outcome (which the results checksum covers) and what is counted
-from them (counting.py, by the report's statistics scheme): per profile and level the passed/failed/skipped (and
+from them (counting.py, by the report's statistics scheme): per resource and level the passed/failed/skipped (and
 unsupported) counts, the failed, skipped (and unsupported) tests, the failed features, the result and the summary
 line, the supported and unsupported features (the claims); the shards' test counts of a merged report; the
 baseline block's verdicts and counts. An outcome edited and re-checksummed leaves these behind, so they must all
-agree with the tests. Tests are sorted into profiles and levels by `table`, the feature list of the suite that made
-the report (src/rayconformance/features.py of its commit).
+agree with the tests. Tests are sorted into resources and levels by `table`, the feature list of the suite that made
+the report (src/rayconformance/features.py of its commit, as certify.feature_table reads it).
 """
 from __future__ import annotations
 
@@ -27,30 +27,30 @@ def first_mismatch(report: dict, table: ModuleType) -> str | None:
     unknown = sorted({f for t in tests for f in t["features"] if f not in table.BY_NAME})
     if unknown:
         return f"tests name feature(s) {', '.join(unknown)} the suite that made the report does not know"
-    return profile_mismatch(report, table) or shard_mismatch(report) or baseline_mismatch(report)
+    return resource_mismatch(report, table) or shard_mismatch(report) or baseline_mismatch(report)
 
 
-def profile_mismatch(report: dict, table: ModuleType) -> str | None:
+def resource_mismatch(report: dict, table: ModuleType) -> str | None:
     tests = report["tests"]
     claimed = set(report["operator"].get("claimedFeatures") or [])
     records = [Record(t["nodeid"], t["name"], t["features"], outcome=t["outcome"]) for t in tests]
-    stated = {p.get("name"): p for p in report["profiles"]}
-    for derived in counting.profile_reports(records, claimed, table, counting.scheme_of(report)):
+    stated = {p.get("name"): p for p in counting.resource_blocks(report)}
+    for derived in counting.resource_reports(records, claimed, table, counting.scheme_of(report)):
         name, block = derived["name"], stated.get(derived["name"])
         if block is None:
-            return f"no profiles entry for {name}"
+            return f"no resources entry for {name}"
         for level in ("core", "extended"):
             keys = dict.fromkeys(STATUS_KEYS + tuple(derived[level]) + tuple(block[level]))
             for key in keys:
                 stated_value, derived_value = block[level].get(key), derived[level].get(key)
                 if stated_value != derived_value:
-                    return (f"profile {name} {level} {key}: the report says {describe(stated_value)}, its tests give "
+                    return (f"resource {name} {level} {key}: the report says {describe(stated_value)}, its tests give "
                             f"{describe(derived_value)}")
         if block["summary"] != derived["summary"]:
-            return (f"profile {name} summary: the report says {block['summary']!r}, its tests give "
+            return (f"resource {name} summary: the report says {block['summary']!r}, its tests give "
                     f"{derived['summary']!r}")
-    extra = sorted(set(stated) - set(table.PROFILES), key=str)
-    return f"profiles entry for {extra[0]}, which is no profile" if extra else None
+    extra = sorted(set(stated) - set(table.RESOURCES), key=str)
+    return f"resources entry for {extra[0]}, which is no resource" if extra else None
 
 
 def shard_mismatch(report: dict) -> str | None:

@@ -1,7 +1,7 @@
 """The end of a run (controller only): the report, its page (report_page.py) and the run's archive (archive.py) are
 written and the environment torn down once pytest's own fixture finalizers have used the cluster, even when Ctrl-C
 is pressed again while they run; then the terminal summary names the report, every failed feature and the run's
-warnings, and the run's last lines are the result table per profile and the paths of the archive and of the HTML and
+warnings, and the run's last lines are the result table per resource and the paths of the archive and of the HTML and
 YAML reports (summary.py).
 """
 from __future__ import annotations

@@ -2,15 +2,15 @@
 
     python -m rayconformance merge reports/shard-1 reports/shard-2 --out reports/merged
 
-The merged `conformance-report.yaml` has the form of a single run's: every test once, the profiles' results
-recomputed from the tests, the longest shard's wall time, the certification block over the merged tests, and
-`shards` naming each shard's run, shard and cluster; beside it the same `report.html` as a single run's
-(report_page.py), a `junit.xml` holding each shard's test suite, the shards' diagnostics and test bed logs
-(`testbed-logs/shard-<K>/`), and the merged run's archive (`DIR.tar.gz`, archive.py). A shard may be given as its
-run directory or its archive. Refused in one line: shards of different suites, operator profiles, claims, selections or
-implementations; a directory given twice; a report that is no shard (`selection.shard`, written by a run with
-`--shard K/N`); a shard given twice or missing (shards.missing: only all N shards of a run make its selection);
-a test in two shards (they split different selections).
+The merged `conformance-report.yaml` has the form of a single run's: every test once, the resources' results
+recomputed from the tests (`resources`, also from shards made when they were `profiles`), the longest shard's wall
+time, the certification block over the merged tests, and `shards` naming each shard's run, shard and cluster; beside
+it the same `report.html` as a single run's (report_page.py), a `junit.xml` holding each shard's test suite, the
+shards' diagnostics and test bed logs (`testbed-logs/shard-<K>/`), and the merged run's archive (`DIR.tar.gz`,
+archive.py). A shard may be given as its run directory or its archive. Refused in one line: shards of different
+suites, operator profiles, claims, selections or implementations; a directory given twice; a report that is no shard
+(`selection.shard`, written by a run with `--shard K/N`); a shard given twice or missing (shards.missing: only all N
+shards of a run make its selection); a test in two shards (they split different selections).
 """
 from __future__ import annotations
 
@@ -80,9 +80,11 @@ def merge_dirs(run_dirs: list[Path], out: Path, given: list[Path]) -> Path:
     rows = list(tests.values())
     records = [Record(t["nodeid"], t["name"], t["features"], outcome=t["outcome"]) for t in rows]
     claimed = first["operator"].get("claimedFeatures") or []
-    merged = {**first, "runId": "+".join(s["runId"] for s in shards),
+    kept = {k: v for k, v in first.items() if k != counting.OLD_RESOURCES_KEY}
+    merged = {**kept, "runId": "+".join(s["runId"] for s in shards),
               "wallSeconds": max(s.get("wallSeconds") or 0 for s in shards),
-              "profiles": counting.profile_reports(records, set(claimed), scheme=counting.scheme_of(first)),
+              counting.RESOURCES_KEY: counting.resource_reports(records, set(claimed),
+                                                                scheme=counting.scheme_of(first)),
               "tests": rows,
               "selection": merged_selection(shards),
               "shards": [{"runId": s["runId"], "shard": f"{k}/{n}", "cluster": s["cluster"]["name"],
