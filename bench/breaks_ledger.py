@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "tests" / "breaks" / "ledger.json"
 PATCHES = ROOT / "tests" / "breaks" / "patches"
+PROGRAMS = ROOT / "samples" / "programs"
 DIGESTS_ENV = "RAYCONF_BREAK_DIGESTS"
 LEDGER_ENV = "RAYCONF_BREAK_LEDGER"  # another ledger file (the project's own tests use one of their own)
 
@@ -65,7 +66,18 @@ def inputs(case) -> dict:
         fields[f.name] = value
     module = test_module(case.test)
     patches = {p: (PATCHES / f"{p}.patch").read_text() for p in (case.patch, case.tree_patch) if p}
-    return {"case": fields, "module": module.read_text() if module else None, "patches": patches}
+    text = module.read_text() if module else None
+    out = {"case": fields, "module": text, "patches": patches}
+    if programs := programs_named(text or ""):  # only then: modules that run no program keep their digests
+        out["programs"] = programs
+    return out
+
+
+def programs_named(text: str) -> dict[str, str]:
+    """The Ray programs (samples/programs/<name>.py) a test module names, with their text: a case's verdict
+    depends on them as on the module."""
+    return {p.stem: p.read_text() for p in sorted(PROGRAMS.glob("*.py"))
+            if re.search(rf"""["']{re.escape(p.stem)}(\.py)?["']""", text)}
 
 
 def digest(case) -> str:
