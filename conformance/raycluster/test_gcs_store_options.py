@@ -66,7 +66,7 @@ def test_retained_store_claim_carries_the_gcs_data_to_another_cluster(ctx, stora
     value = f"stored-by-{first.name}-{uuid.uuid4().hex[:6]}"
     first.ray_job_must_succeed(program("gcs_kv_put", value=value.encode()))
     first.delete()
-    first.must_be_gone()
+    first.must_be_gone(after="its deletion (deletionPolicy Retain)")
     claim_must_stay(ctx.k8s, ctx.namespace, name, KEEP_WINDOW_S, after=f"RayCluster {first.name} (Retain) is gone")
 
     second_body = ctx.sample(SAMPLE)
@@ -85,6 +85,6 @@ def test_retained_store_claim_carries_the_gcs_data_to_another_cluster(ctx, stora
          f"stored ({value!r}); its job printed: {logs[-500:]}")
 
     second.delete()
-    second.must_be_gone()
+    second.must_be_gone(after="its deletion (its claim given by claimName)")
     claim_must_stay(ctx.k8s, ctx.namespace, name, KEEP_WINDOW_S,
                     after=f"RayCluster {second.name}, which was given it by claimName, is gone")
