@@ -3,7 +3,9 @@
 # PROFILE (required), PROVIDER, SHARD (K/N), BASELINE (a report), ARGS, RAYCONF_OPERATOR_TREE (a source tree).
 # A relative PROFILE, BASELINE or RAYCONF_OPERATOR_TREE is the caller's: looked up in GITHUB_WORKSPACE (else the
 # directory the script is run from) first, then in this checkout (e.g. reports/published/..., profiles/...).
-# The report goes to reports/gate/ (conformance-report.yaml, report.html, junit.xml), its archive to reports/gate.tar.gz.
+# The report goes to reports/<run id>/ (conformance-report.yaml, report.html, junit.xml), its archive to
+# reports/<run id>.tar.gz. The run id is `gate`, followed in a GitHub Actions job by the workflow run and its attempt
+# and, for a shard, by its number: gate-<run>-<attempt>-shard-<K>-of-<N>, so a merged run names each shard's run.
 set -euo pipefail
 
 # caller_path TEST PATH: PATH made absolute against the caller's directory when it is relative and `test TEST` holds
@@ -18,6 +20,14 @@ caller_path() {
   esac
 }
 
+# run_id: this run's id (above), from GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT and SHARD
+run_id() {
+  local id=gate
+  if [ -n "${GITHUB_RUN_ID:-}" ]; then id+="-$GITHUB_RUN_ID-${GITHUB_RUN_ATTEMPT:-1}"; fi
+  if [ -n "${SHARD:-}" ]; then id+="-shard-${SHARD%%/*}-of-${SHARD#*/}"; fi
+  printf '%s\n' "$id"
+}
+
 main() {
   : "${PROFILE:?set PROFILE to an operator profile name or path}"
   local profile baseline
@@ -27,7 +37,7 @@ main() {
     RAYCONF_OPERATOR_TREE=$(caller_path -d "$RAYCONF_OPERATOR_TREE"); export RAYCONF_OPERATOR_TREE
   fi
   cd "$(dirname "${BASH_SOURCE[0]}")/.."
-  local args=(--operator-profile "$profile" --provider "${PROVIDER:-kind}" --run-id gate)
+  local args=(--operator-profile "$profile" --provider "${PROVIDER:-kind}" --run-id "$(run_id)")
   if [ -n "${SHARD:-}" ]; then args+=(--shard "$SHARD"); fi
   if [ -n "$baseline" ]; then args+=(--baseline "$baseline" --fail-on regression); fi
   # shellcheck disable=SC2206 # ARGS is a list of options

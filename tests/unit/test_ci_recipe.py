@@ -78,8 +78,10 @@ def test_an_unwritable_tool_cache_is_one_line():
 @pytest.mark.parametrize("env, expected", [
     ({"PROFILE": "kuberay-master"}, "--operator-profile kuberay-master --provider kind --run-id gate"),
     ({"PROFILE": "p", "PROVIDER": "local", "SHARD": "2/3", "BASELINE": "reports/b", "ARGS": "--core-only"},
-     "--operator-profile p --provider local --run-id gate --shard 2/3 --baseline reports/b --fail-on regression "
-     "--core-only"),
+     "--operator-profile p --provider local --run-id gate-shard-2-of-3 --shard 2/3 --baseline reports/b "
+     "--fail-on regression --core-only"),
+    ({"PROFILE": "p", "SHARD": "1/2", "GITHUB_RUN_ID": "1234", "GITHUB_RUN_ATTEMPT": "2"},
+     "--operator-profile p --provider kind --run-id gate-1234-2-shard-1-of-2 --shard 1/2"),
 ])
 def test_gate_script_builds_the_suite_command(tmp_path, env, expected):
     fake = tmp_path / "make"
