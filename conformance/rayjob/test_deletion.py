@@ -8,7 +8,7 @@ import time
 import pytest
 
 from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import describe_rayjob, rayjob_workers_must_remain, seconds
+from rayconformance.fixtures.expect.rayjob import describe_rayjob, seconds
 
 
 @pytest.mark.feature("RayJobTTLAfterFinished")
@@ -159,8 +159,7 @@ def test_delete_workers_rule_waits_for_its_ttl(ctx):
     ended = seconds(ray.status(job.must_succeed())["endTime"])
 
     # step 1: the workers are kept while the rule's TTL runs
-    rayjob_workers_must_remain(ctx.k8s, ctx.namespace, cluster.name, ended + ttl - 1,
-                               why=f"until {rule} is due, {ttl}s after the job ended")
+    cluster.workers_must_remain(ended + ttl - 1, why=f"until {rule} is due, {ttl}s after the job ended")
 
     # step 2: then they go, and only they
     cluster.workers_must_be_deleted(after=f"{rule} was due")

@@ -143,9 +143,8 @@ def test_serve_config_and_cluster_spec_changed_together(ctx):
     old, _ = active_and_pending_clusters(obj)
     before, after = f"v1 from {old}", "v2 from {}"
     gen = service.start_traffic()
-    held = ctx.raycluster(old)
-    held.hold()
-    try:
+    kept = ctx.raycluster(old)
+    with kept.held():
         # step 1: the reply and the cluster spec change in one update: an upgrade starts
         service.trigger_upgrade("serve-and-cluster", serve_config=with_reply(obj, "v2"))
         service.must_start_upgrade(old)
@@ -163,10 +162,8 @@ def test_serve_config_and_cluster_spec_changed_together(ctx):
              f"{stats['answers']}")
 
         # step 4: the old RayCluster, kept, still runs the old Serve configuration
-        held.serve_must_answer(before)
-    finally:
-        held.release()
-    held.must_be_gone(after="the upgrade, once the test's finalizer was removed")
+        kept.serve_must_answer(before)
+    kept.must_be_gone(after="the upgrade, once the test's finalizer was removed")
 
 
 @pytest.mark.feature("RayServiceUnhealthyThresholdsIgnored")

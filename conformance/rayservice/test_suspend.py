@@ -13,7 +13,6 @@ from rayconformance.fixtures.expect.rayservice_suspend import (resume_must_have_
 
 # How long a test watches for something that must not happen while suspended (KubeRay's e2e watches 5 s).
 QUIET_WINDOW_S = 15
-HOLD = "rayconformance.io/hold"  # a finalizer of the test's own, keeping a RayCluster from going
 
 
 @pytest.mark.feature("RayServiceSuspend")
@@ -82,8 +81,7 @@ def test_suspend_runs_to_completion_once_committed(ctx):
     service = ctx.rayservice("greeter")
     old, _ = active_and_pending_clusters(service.must_be_ready())
     cluster = ctx.raycluster(old)
-    cluster.patch({"metadata": {"finalizers": [*(cluster.get()["metadata"].get("finalizers") or []), HOLD]}})
-    try:
+    with cluster.held():
         # step 1: suspend; the RayCluster cannot go yet
         service.suspend()
         service.must_report_condition("Suspending", "True", "SuspendInProgress")
@@ -94,10 +92,6 @@ def test_suspend_runs_to_completion_once_committed(ctx):
         service.suspend()
         service.must_keep_suspending(QUIET_WINDOW_S, why="spec.suspend set again while its RayCluster is being deleted")
         service.resume()
-    finally:
-        held = (cluster.get() or {}).get("metadata", {}).get("finalizers") or []
-        if HOLD in held:
-            cluster.patch({"metadata": {"finalizers": [f for f in held if f != HOLD]}})
 
     # step 3: the suspend completes, then the RayService resumes and serves from a new RayCluster
     cluster.must_be_gone(after="the suspend released its finalizer")
