@@ -3,6 +3,7 @@
 - paths.py: the fields of a CRD's schema, of a created or patched body, and their `Kind:path` text
 - record.py: what the running test sets (every ray.io create and patch) and declares it asserts
 - assertions_file.py: conformance/field-assertions.yaml, the fields each test body asserts (declared beside the tests)
+- copies.py: fields asserted through a copy (an owner's cluster spec a test checked reached its RayCluster unchanged)
 - coverage.py: the report's `fieldCoverage` section, from the cluster's CRDs and every test's recording
 - (report/field_coverage.py: the line per CRD a run ends with, the table in report.html, the `field-coverage`
   command's text)
@@ -23,6 +24,11 @@ checks the field's effect, which setting it does not:
 
     @fieldcov.record.covers("RayCluster:spec.workerGroupSpecs[].replicas")   # on a must-hold helper:
     def pods_must_match_replicas(api, namespace, name, timeout): ...           # each call declares it
+
+    ctx.covers_copied("RayJob:spec.rayClusterSpec", "RayCluster:spec", PATHS)   # or record.declare_copied:
+    # the owner's values at PATHS (relative, e.g. "headGroupSpec.serviceType") reached the RayCluster unchanged;
+    # each such owner field counts as asserted *through its copy* (reported apart from those asserted directly)
+    # when the run asserts the field it was copied to (copies.py). Keep PATHS literal module-level data.
 
 A declared field also covers the fields under it (`spec.autoscalerOptions` covers all its fields) and the node it
 lies in (`...template.spec.nodeSelector` covers the pod template). Map keys are written `[key]`, array items `[]`.

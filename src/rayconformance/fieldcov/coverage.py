@@ -1,7 +1,10 @@
 """The field-coverage section of a report: per ray.io CRD read from the cluster, its fields (schema paths and the
-operator-read keys of operator-keys.yaml), which some test set, which some test asserted, and which are excluded
-(exclusions.yaml, with why); `FieldRecords` gathers the tests' recordings in the controller and makes the section
-once, while the cluster is still there.
+operator-read keys of operator-keys.yaml), which some test set, which some test asserted directly, which are asserted
+only through a copy (copies.py), and which are excluded (exclusions.yaml, with why); `FieldRecords` gathers the tests'
+recordings in the controller and makes the section once, while the cluster is still there.
+
+A row's `asserted`, `uncovered` and `setNotAsserted` count direct assertions only, as before copies were counted;
+`assertedThroughCopy` and `throughCopy` are the fields among the unasserted ones that a copy covers.
 """
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ import yaml
 
 from rayconformance.errors import one_line
 
+from . import copies
+from .copies import Copied
 from .paths import Field, key_fields, parse, prefixes, schema_fields, split
 from .record import REPORT_ATTR
 
@@ -81,10 +86,26 @@ def _percent(n: int, of: int) -> float:
     return round(100.0 * n / of, 1) if of else 0.0
 
 
+def _with_copies(rows: list[dict], pairs: set[tuple[str, str]]) -> list[dict]:
+    """The rows with the fields asserted through a copy: those of their unasserted fields `pairs` lead to an
+    asserted field."""
+    not_direct = {f"{r['kind']}:{t}" for r in rows for t in (*r["uncovered"], *r["setNotAsserted"])}
+    via = copies.through(pairs, not_direct)
+    out = []
+    for r in rows:
+        counted = r["fields"] - r["excluded"]
+        mine = [t for t in (*r["uncovered"], *r["setNotAsserted"]) if f"{r['kind']}:{t}" in via]
+        out.append({**r, "assertedThroughCopy": len(mine),
+                    "assertedThroughCopyPercent": _percent(len(mine), counted), "throughCopy": mine})
+    return out
+
+
 def section(crds: list[dict] | str, set_paths: set[tuple[str, ...]], asserted: set[str],
-            keys: dict | None = None, exclusions: list[Exclusion] | None = None) -> dict:
+            keys: dict | None = None, exclusions: list[Exclusion] | None = None,
+            copied: set[Copied] = frozenset()) -> dict:
     """The report's `fieldCoverage`: `crds` are the cluster's CRDs (or why they could not be read), `set_paths`
-    `(kind, *segments)` from created and patched bodies, `asserted` the declared `Kind:path` fields."""
+    `(kind, *segments)` from created and patched bodies, `asserted` the declared `Kind:path` fields, `copied` the
+    declared copies."""
     keys = load_keys() if keys is None else keys
     exclusions = load_exclusions() if exclusions is None else exclusions
     read = keys.get("readFrom") or {}
@@ -96,7 +117,7 @@ def section(crds: list[dict] | str, set_paths: set[tuple[str, ...]], asserted: s
     for name in asserted:
         kind, segments = parse(name)
         declared[name] = (kind, *segments)
-    used, matched, rows = set(), {e.field: 0 for e in exclusions}, []
+    used, matched, rows, counted_fields = set(), {e.field: 0 for e in exclusions}, [], {}
     for crd in ray_crds(crds):
         fields = crd_fields(crd, keys)
         row = {"kind": crd["spec"]["names"]["kind"], "crd": crd["metadata"]["name"],
@@ -111,22 +132,25 @@ def section(crds: list[dict] | str, set_paths: set[tuple[str, ...]], asserted: s
                 matched[gone.field] += 1
                 continue
             counted += 1
+            counted_fields.setdefault(f.kind, []).append(f)
             n_set, n_asserted = n_set + (key in was_set), n_asserted + bool(by)
             if not by:
                 (unasserted if key in was_set else uncovered).append(f.text)
         rows.append({**row, "excluded": len(fields) - counted, "set": n_set, "asserted": n_asserted,
                      "setPercent": _percent(n_set, counted), "assertedPercent": _percent(n_asserted, counted),
                      "uncovered": uncovered, "setNotAsserted": unasserted})
-    return {"crdsRead": True, **head, "crds": rows,
+    pairs, unused = copies.relations(set(copied), counted_fields)
+    return {"crdsRead": True, **head, "crds": _with_copies(rows, pairs),
             "exclusions": [{"field": e.field, "reason": e.reason, "matched": matched[e.field]} for e in exclusions],
-            "unknownDeclarations": sorted(set(declared) - used)}
+            "unknownDeclarations": sorted((set(declared) - used) | unused), copies.SECTION_KEY: copies.listed(pairs)}
 
 
 def merged(sections: list[dict | None]) -> dict:
     """One section from the sections of a sharded run's reports: a field is set (asserted) when some shard set
     (asserted) it. Each shard lists what it did not set (`uncovered`) and did not assert (`uncovered` and
     `setNotAsserted`); the merged lists are what no shard did. Shards that read different CRDs, or could not read
-    them, make a section that says so."""
+    them, make a section that says so. A field counts as asserted through a copy when its copy's target is asserted
+    in the merged section (the run as a whole), whichever shard declared the copy."""
     if not sections or any(not s or not s.get("crdsRead") for s in sections):
         why = next((s.get("reason") for s in sections if s and not s.get("crdsRead")), None)
         return {"crdsRead": False, "reason": f"a shard has no field coverage: {why or 'no fieldCoverage section'}",
@@ -149,8 +173,10 @@ def merged(sections: list[dict | None]) -> dict:
                      "uncovered": [f for f in row["uncovered"] if f in uncovered],
                      "setNotAsserted": [f for f in (*row["uncovered"], *row["setNotAsserted"])
                                         if f in unasserted - uncovered]})
+    pairs = set().union(*(copies.from_listed(s.get(copies.SECTION_KEY)) for s in sections))
     unknown = set().union(*(s.get("unknownDeclarations") or () for s in sections))
-    return {**first, "crds": rows, "unknownDeclarations": sorted(unknown)}
+    return {**first, "crds": _with_copies(rows, pairs), "unknownDeclarations": sorted(unknown),
+            copies.SECTION_KEY: copies.listed(pairs)}
 
 
 def read_crds(kubeconfig: Path | str | None) -> list[dict] | str:
@@ -181,6 +207,7 @@ class FieldRecords:
     their reports (also those xdist workers send)."""
     set_paths: set[tuple[str, ...]] = field(default_factory=set)
     asserted: set[str] = field(default_factory=set)
+    copied: set[Copied] = field(default_factory=set)
     made: dict | None = None  # the section, once made
 
     def pytest_runtest_logreport(self, report) -> None:
@@ -188,6 +215,7 @@ class FieldRecords:
         if data:
             self.set_paths |= {tuple(p) for p in data.get("set") or ()}
             self.asserted |= set(data.get("asserted") or ())
+            self.copied |= {Copied(*c) for c in data.get("copied") or ()}
 
     def section(self, env) -> dict:
         """The section for the run's environment (`rayconformance.run.environment.Environment`), made on the first
@@ -195,7 +223,8 @@ class FieldRecords:
         if self.made is None:
             cluster = getattr(env, "cluster", None)
             try:
-                self.made = section(read_crds(cluster.kubeconfig if cluster else None), self.set_paths, self.asserted)
+                self.made = section(read_crds(cluster.kubeconfig if cluster else None), self.set_paths, self.asserted,
+                                    copied=self.copied)
             except Exception as e:  # noqa: BLE001 - the measure failing must not cost the run its report
                 self.made = {"crdsRead": False, "reason": f"field coverage not computed: {one_line(e)[:300]}",
                              "operatorKeys": "?"}

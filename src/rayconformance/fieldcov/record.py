@@ -2,7 +2,8 @@
 
 `record_body` is called with every body the suite creates or patches ray.io objects with (fixtures/ray.py
 RayResources); `declare`, the `covers` marker and decorator, and the test's entries in
-conformance/field-assertions.yaml (assertions_file.py) name the fields whose effect the test asserts. At the
+conformance/field-assertions.yaml (assertions_file.py) name the fields whose effect the test asserts;
+`declare_copied` names fields the test asserted were copied unchanged into another object (copies.py). At the
 test's teardown the recording is put on its report (attribute `REPORT_ATTR`), which xdist carries to the controller
 as it carries every report attribute; there `coverage.FieldRecords` gathers them.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from . import assertions_file
+from .copies import Copied, check_all
 from .paths import PathError, body_paths, parse
 
 MARKER = "covers"
@@ -25,15 +27,20 @@ REPORT_ATTR = "rayconformance_fields"
 
 @dataclass
 class Recording:
-    """One test's fields: set (`(kind, *segments)`), declared asserted (`Kind:path`), and whether its call ran."""
+    """One test's fields: set (`(kind, *segments)`), declared asserted (`Kind:path`), declared copied, and whether
+    its call ran."""
     set_paths: set[tuple[str, ...]] = field(default_factory=set)
     declared: set[str] = field(default_factory=set)
+    copied: set[Copied] = field(default_factory=set)
     ran: bool = False
 
     def to_report(self, marked: list[str]) -> dict:
         """What travels on the report: the marker's fields count only for a test whose call ran (not skipped)."""
-        return {"set": sorted(list(p) for p in self.set_paths),
-                "asserted": sorted(self.declared | (set(marked) if self.ran else set()))}
+        out = {"set": sorted(list(p) for p in self.set_paths),
+               "asserted": sorted(self.declared | (set(marked) if self.ran else set()))}
+        if self.copied:
+            out["copied"] = [[c.source, c.target, c.path] for c in sorted(self.copied)]
+        return out
 
 
 class _Active:
@@ -62,6 +69,25 @@ def declare(*fields: str) -> None:
     rec = _Active.recording
     if rec is not None:
         rec.declared.update(fields)
+
+
+def declare_copied(source: str, target: str, paths) -> None:
+    """The running test asserted that the owner's values at `paths` (relative to `source`, e.g. "headGroupSpec.labels",
+    "workerGroupSpecs[].template.spec.containers[].env") reached the object the operator made, at the same paths
+    relative to `target`, unchanged:
+
+        record.declare_copied("RayJob:spec.rayClusterSpec", "RayCluster:spec", ["headGroupSpec.serviceType", ...])
+
+    Such an owner field counts as asserted *through its copy* (never as asserted directly) when the run asserts
+    its target field, directly or through another copy (copies.py). Declare it only after the comparison passed,
+    and keep `paths` literal module-level data, so bench/fieldcov_static.py can read it."""
+    try:
+        found = check_all(source, target, paths)
+    except PathError as e:
+        pytest.fail(f"declare_copied: {e}", pytrace=False)
+    rec = _Active.recording
+    if rec is not None:
+        rec.copied.update(found)
 
 
 def covers(*fields: str):

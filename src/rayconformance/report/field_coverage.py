@@ -9,12 +9,14 @@ from typing import Callable
 import pytest
 import yaml
 
+from rayconformance.fieldcov.copies import SECTION_KEY as COPIES
 from rayconformance.fieldcov.coverage import SECTION
 
 from .results import FILENAME as REPORT_FILE
 
-# the lists of a CRD's unasserted fields: (title, key in its row)
+# the lists of a CRD's unasserted fields: (title, key in its row); those asserted through a copy are shown apart
 LISTS = (("set by no test, asserted by none", "uncovered"), ("set, asserted by none", "setNotAsserted"))
+THROUGH_COPY = "asserted only through a copy"
 
 
 class ShowError(ValueError):
@@ -22,9 +24,23 @@ class ShowError(ValueError):
 
 
 def totals(row: dict) -> str:
-    """`RayCluster: 120 fields, 40 set (34.2%), 3 asserted (2.6%), 1 excluded`."""
+    """`RayJob: 120 fields, 40 set (34.2%), 3 asserted (2.6%), 50 asserted through a copy (42.0%), 1 excluded`
+    (the copies part only when some field is)."""
+    copied = (f"{row['assertedThroughCopy']} asserted through a copy ({row['assertedThroughCopyPercent']}%), "
+              if row.get("assertedThroughCopy") else "")
     return (f"{row['kind']}: {row['fields']} fields, {row['set']} set ({row['setPercent']}%), "
-            f"{row['asserted']} asserted ({row['assertedPercent']}%), {row['excluded']} excluded")
+            f"{row['asserted']} asserted ({row['assertedPercent']}%), {copied}{row['excluded']} excluded")
+
+
+def unasserted(row: dict, key: str) -> list[str]:
+    """A list of a row's fields no test asserted directly, without those asserted through a copy."""
+    through = set(row.get("throughCopy") or ())
+    return [f for f in row.get(key) or () if f not in through]
+
+
+def copied_to(section: dict) -> dict[str, str]:
+    """Owner field (`Kind:path`) -> the field it was copied to."""
+    return {c["field"]: c["to"] for c in section.get(COPIES) or () if isinstance(c, dict)}
 
 
 def summary_lines(section: dict | None) -> list[str]:
@@ -41,17 +57,21 @@ def summary_lines(section: dict | None) -> list[str]:
 
 
 def text(section: dict) -> str:
-    """Totals per CRD, then per CRD the fields no test asserted (those some test set apart), then the exclusions."""
+    """Totals per CRD, then per CRD the fields no test asserted (those some test set apart) and those asserted only
+    through a copy (with the field each was copied to), then the exclusions."""
     out = [f"field coverage (operator-read keys from {section.get('operatorKeys')})"]
     if not section.get("crdsRead"):
         return "\n".join(out + [f"  {section.get('reason')}"])
-    rows = section.get("crds") or []
+    rows, to = section.get("crds") or [], copied_to(section)
     out += [f"  {totals(r)}" for r in rows] or ["  no ray.io CRD on the cluster"]
     for r in rows:
         for title, key in LISTS:
-            if r.get(key):
-                out.append(f"{r['kind']}: {title} ({len(r[key])}):")
-                out += [f"  {p}" for p in r[key]]
+            if fields := unasserted(r, key):
+                out.append(f"{r['kind']}: {title} ({len(fields)}):")
+                out += [f"  {p}" for p in fields]
+        if r.get("throughCopy"):
+            out.append(f"{r['kind']}: {THROUGH_COPY} ({len(r['throughCopy'])}):")
+            out += [f"  {p} -> {to.get(r['kind'] + ':' + p, '?')}" for p in r["throughCopy"]]
     if section.get("exclusions"):
         out.append("excluded (fields no test can cover here):")
         out += [f"  {e['field']} ({e['matched']} fields): {e['reason']}" for e in section["exclusions"]]
@@ -62,25 +82,33 @@ def text(section: dict) -> str:
 
 
 def html_table(section: dict | None) -> str:
-    """The section as HTML for report.html: a table of totals, each CRD's unasserted fields folded under it."""
+    """The section as HTML for report.html: a table of totals, each CRD's unasserted fields and those asserted only
+    through a copy folded under it."""
     if not section:
         return ""
     esc = html.escape
     head = f"<h2>Field coverage</h2><p>operator-read keys from {esc(str(section.get('operatorKeys')))}</p>"
     if not section.get("crdsRead"):
         return f"{head}<p>{esc(str(section.get('reason')))}</p>"
-    cells = ("CRD", "fields", "set", "asserted", "excluded")
+    cells = ("CRD", "fields", "set", "asserted", "asserted through a copy", "excluded")
     rows = "".join(
         f"<tr><td>{esc(r['kind'])}</td><td>{r['fields']}</td><td>{r['set']} ({r['setPercent']}%)</td>"
-        f"<td>{r['asserted']} ({r['assertedPercent']}%)</td><td>{r['excluded']}</td></tr>"
+        f"<td>{r['asserted']} ({r['assertedPercent']}%)</td>"
+        f"<td>{r.get('assertedThroughCopy', 0)} ({r.get('assertedThroughCopyPercent', 0.0)}%)</td>"
+        f"<td>{r['excluded']}</td></tr>"
         for r in section.get("crds") or [])
     table = f"<table><tr>{''.join(f'<th>{c}</th>' for c in cells)}</tr>{rows}</table>"
-    details = "".join(
-        f"<details><summary>{esc(r['kind'])}: {len(r[key])} {title}</summary><ul>"
-        + "".join(f"<li><code>{esc(p)}</code></li>" for p in r[key]) + "</ul></details>"
-        for r in section.get("crds") or []
-        for title, key in LISTS
-        if r.get(key))
+    to = copied_to(section)
+
+    def folded(r: dict, title: str, items: list[str]) -> str:
+        return (f"<details><summary>{esc(r['kind'])}: {len(items)} {title}</summary><ul>"
+                + "".join(f"<li><code>{esc(p)}</code></li>" for p in items) + "</ul></details>") if items else ""
+
+    def through_copy(r: dict) -> list[str]:
+        return [f"{p} -> {to.get(r['kind'] + ':' + p, '?')}" for p in r.get("throughCopy") or ()]
+
+    details = "".join("".join(folded(r, title, unasserted(r, key)) for title, key in LISTS)
+                      + folded(r, THROUGH_COPY, through_copy(r)) for r in section.get("crds") or [])
     excluded = "".join(f"<li><code>{esc(e['field'])}</code> ({e['matched']}): {esc(e['reason'])}</li>"
                        for e in section.get("exclusions") or [])
     return head + table + details + (f"<p>Excluded (no test can cover them here):</p><ul>{excluded}</ul>"
