@@ -20,7 +20,6 @@ from rayconformance.providers import ProviderError
 
 from .helm import HelmError
 from .install_section import SectionError
-from .source_tree import SourceTreeError
 
 
 class OperatorError(RuntimeError):
@@ -31,6 +30,8 @@ class OperatorError(RuntimeError):
 def operator_errors() -> Iterator[None]:
     """Turns a provider's, the object engine's, Helm's, a source tree's or an install section's one-line error into
     an OperatorError with the same message."""
+    # imported here: `python -m rayconformance.operator.source_tree` would otherwise load that module twice
+    from .source_tree import SourceTreeError
     try:
         yield
     except (ProviderError, ObjectsError, HelmError, SourceTreeError, SectionError) as e:
