@@ -294,3 +294,25 @@ def test_image_rules_and_on_demand_ray_venv(tmp_path, monkeypatch):
     host = im.resolve("redis:7.2")
     assert host.argv(None, ["--port", "6380"]) == ["redis-server", "--port", "6380"]
     assert host.argv(["sh", "-c", "x"], None) == ["sh", "-c", "x"]
+
+
+def test_nothing_enters_a_container_still_being_set_up():
+    """A container's PID 1 is the shim's fork (its command line the shim's) until its mounts and working directory
+    are set up; a postStart hook or an exec probe waits for the container's own command."""
+    import subprocess
+    import sys
+
+    from rayconformance.clusters.local.nodeagent import containers
+    setting_up = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", str(sandbox.CINIT), "shim",
+                                   "spec.json"])
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert not containers.runs_its_command(containers.Proc(run=0, shim_pid=0, shim_start=0, exit_file="",
+                                                               error_file="", log="", started_at=0,
+                                                               pid1=setting_up.pid))
+        assert containers.runs_its_command(containers.Proc(run=0, shim_pid=0, shim_start=0, exit_file="",
+                                                           error_file="", log="", started_at=0, pid1=running.pid))
+    finally:
+        for p in (setting_up, running):
+            p.kill()
+            p.wait()

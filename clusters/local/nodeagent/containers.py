@@ -136,10 +136,28 @@ def start(sandbox: Sandbox, run_dir: Path, log_file: Path, run: int, argv: list[
     return proc
 
 
+def runs_its_command(proc: Proc) -> bool:
+    """Whether the container's PID 1 runs the container's command yet. Until then it is the shim's fork setting up
+    the container's mounts, working directory and user (cinit.container): a runtime starts the process only once
+    that is done, so nothing may enter the container before. True also once PID 1 is gone (callers check that)."""
+    try:
+        with open(f"/proc/{proc.pid1}/cmdline", "rb") as f:
+            cmdline = f.read()
+    except OSError:
+        return True
+    return f"{CINIT}\0shim\0".encode() not in cmdline
+
+
 def exec_in(proc: Proc, argv: list[str], timeout: float, env: dict | None = None) -> tuple[int, str]:
-    """Run argv inside a running container's namespaces (as `kubectl exec` / exec probes do)."""
+    """Run argv inside a running container's namespaces (as `kubectl exec` / exec probes do), once the container
+    runs its command (a postStart hook or an exec probe may come right after the start)."""
     if not proc.pid1 or not procutil.same_process(proc.pid1, proc.pid1_start):
         return -1, "container is not running"
+    deadline = time.monotonic() + timeout
+    while not runs_its_command(proc):
+        if time.monotonic() >= deadline:
+            return -2, f"command timed out after {timeout}s (the container was still being set up)"
+        time.sleep(0.01)
     cmd = ["nsenter", f"--target={proc.pid1}", "--mount", "--uts", "--ipc", "--net", "--pid",
            f"--wdns={proc.cwd or '/'}"]
     if proc.uid or proc.gid:
