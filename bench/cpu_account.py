@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,19 +57,29 @@ def read_samples(path: Path) -> tuple[dict, list[dict]]:
     return header, samples
 
 
-def ns_label(name: str, max_len: int = 53) -> str:
-    """A test's short name as it appears in its namespace `rc-<label>-<5 random>`."""
-    out = "".join(c if c.isalnum() and c.isascii() else "-" for c in name.lower())
-    while "--" in out:
-        out = out.replace("--", "-")
-    return out.strip("-")[:max_len].rstrip("-") or "x"
+def ns_label(name: str, max_len: int = 63 - len("rc-") - 1 - 5) -> str:
+    """A test's short name as it appears in its namespace `rc-<label>-<5 random>`, 63 characters at most (as
+    src/rayconformance/kube/namespaces.py makes it, through features.dns_label)."""
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:max_len].rstrip("-") or "x"
 
 
-def test_of_namespace(namespace: str, labels: dict[str, str]) -> str | None:
-    """The test owning a namespace, given `{label: test name}`; None for a namespace no test made."""
+def test_of_namespace(namespace: str, labels: dict[str, str | list[str]], seen_at: float | None = None,
+                      windows: dict[str, list[tuple[float, float]]] | None = None) -> str | None:
+    """The test owning a namespace, given `{label: test name}`; None for a namespace no test made. Tests whose
+    names cut to the same label (parametrized ones with long names) share it: `{label: [names]}`; then the one
+    running (`windows`: name -> its (start, stop) times) when the namespace was first `seen_at` owns it, the one
+    that started last if several were (a test's first Pod comes soon after it starts)."""
     if not namespace.startswith("rc-") or len(namespace) < 10:
         return None
-    return labels.get(namespace[3:-6])
+    names = labels.get(namespace[3:-6])
+    if names is None or isinstance(names, str):
+        return names
+    if len(names) == 1:
+        return names[0]
+    if seen_at is None:
+        return None
+    running = [(start, n) for n in names for start, stop in (windows or {}).get(n, ()) if start <= seen_at <= stop]
+    return max(running)[1] if running else None
 
 
 @dataclass
@@ -142,12 +153,17 @@ class Accountant:
         self.tick = 1.0 / header.get("clk_tck", 100)
         self.cores = header.get("cores", 1)
         self.sampler_pid = header.get("self")
-        self.labels = {ns_label(t["name"]): t["name"] for t in tests or []}
+        self.labels: dict[str, list[str]] = defaultdict(list)
+        for t in tests or []:
+            self.labels[ns_label(t["name"])].append(t["name"])
         self.test_names = [t["name"] for t in tests or []]
         self.by_nodeid = {t.get("nodeid"): t["name"] for t in tests or []}
         self.marks: dict[int, list[Mark]] = defaultdict(list)
+        self.windows: dict[str, list[tuple[float, float]]] = defaultdict(list)  # test name -> when it ran
         for m in marks or []:
             self.marks[m.pid].append(m)
+            self.windows[self.by_nodeid.get(m.nodeid, m.nodeid)].append((m.start, m.stop))
+        self.ns_seen: dict[str, float] = {}  # namespace -> the first sample that showed a Pod of it
         self.last: dict[str, list[int]] = {}  # key -> [own, children, ppid]
         self.info: dict[str, dict] = {}
         self.comp: dict[str, str] = {}
@@ -167,6 +183,9 @@ class Accountant:
     # -- one sample -----------------------------------------------------------------------------------------------
     def feed(self, s: dict) -> None:
         self.pods.update(s.get("pods", {}))
+        for meta in (s.get("pods") or {}).values():
+            if meta:
+                self.ns_seen.setdefault(meta[0], s["t"])
         if s.get("mem"):
             self.peak_memory = max(self.peak_memory or 0, s["mem"])
         self._learn_all(s)
@@ -275,7 +294,7 @@ class Accountant:
                 comp = cc.RAY_OTHER
             components[comp] += secs
             ns = (self.pods.get(uid) or [None])[0] if uid else None
-            test = test_of_namespace(ns, self.labels) if ns else None
+            test = test_of_namespace(ns, self.labels, self.ns_seen.get(ns), self.windows) if ns else None
             if test:
                 bucket = "ray" if cc.is_ray(comp) else "harness" if comp == cc.LOADGEN else "other"
                 tests[test][bucket] += secs

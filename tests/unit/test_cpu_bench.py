@@ -106,9 +106,24 @@ def test_namespace_to_test():
     labels = {ca.ns_label(n): n for n in ("provisioning", "rayjob_k8sjob_mode[submitter]", "x" * 70)}
     assert ca.test_of_namespace("rc-provisioning-ab12c", labels) == "provisioning"
     assert ca.test_of_namespace("rc-rayjob-k8sjob-mode-submitter-0a9zz", labels) == "rayjob_k8sjob_mode[submitter]"
-    assert ca.test_of_namespace(f"rc-{'x' * 53}-q1w2e", labels) == "x" * 70
+    assert ca.test_of_namespace(f"rc-{'x' * 54}-q1w2e", labels) == "x" * 70  # 63 characters in all
     assert ca.test_of_namespace("ray-system", labels) is None
     assert ca.test_of_namespace("rc-other-ab12c", labels) is None
+
+
+def test_tests_sharing_a_namespace_label_are_told_apart_by_when_they_ran():
+    # parametrized tests with long names cut to the same 53-character label: the one running owns the namespace
+    a, b = "each_deletion_policy_deletes_only_its_part[succeeded-DeleteCluster]", \
+        "each_deletion_policy_deletes_only_its_part[succeeded-DeleteSelf]"
+    assert ca.ns_label(a) == ca.ns_label(b)
+    labels, ns = {ca.ns_label(a): [a, b]}, f"rc-{ca.ns_label(a)}-q1w2e"
+    windows = {a: [(100.0, 160.0)], b: [(170.0, 230.0)]}
+    assert ca.test_of_namespace(ns, labels, 120.0, windows) == a
+    assert ca.test_of_namespace(ns, labels, 200.0, windows) == b
+    assert ca.test_of_namespace(ns, labels, 165.0, windows) is None  # between them: no one's
+    assert ca.test_of_namespace(ns, labels) is None  # when is unknown
+    both = {a: [(100.0, 300.0)], b: [(150.0, 200.0)]}  # on two xdist workers at once: the later start owns it
+    assert ca.test_of_namespace(ns, labels, 155.0, both) == b
 
 
 def test_parse_stat_with_odd_comm():
