@@ -20,13 +20,14 @@ from kubernetes import config
 
 from rayconformance.fixtures import ray
 from tests.breaks.conftest import BED_DEFINITION
-from tests.breaks import cases_raycluster, cases_rayjob, cases_rayservice
+from tests.breaks import cases_raycluster, cases_raycronjob, cases_rayjob, cases_rayservice
 from tests.breaks.harness import Case, declared_samples, patched_tree, session_keys
 from tests.suiterun import SuiteRun, derive_profile, run_suite
 
 pytestmark = [pytest.mark.integration, pytest.mark.breaks]
 PATCHES = Path(__file__).parent / "patches"
-CASES: list[Case] = cases_raycluster.CASES + cases_rayjob.CASES + cases_rayservice.CASES
+CASES: list[Case] = (cases_raycluster.CASES + cases_rayjob.CASES + cases_rayservice.CASES
+                     + cases_raycronjob.CASES)
 
 
 def _samples(tmp: Path, cases: list[Case]) -> Path:

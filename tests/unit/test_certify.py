@@ -231,6 +231,6 @@ def test_an_earlier_feature_list_grouped_in_profiles_is_read_as_resources(tmp_pa
     (tmp_path / "fixtures").mkdir()
     (tmp_path / "fixtures" / "features.py").write_text(older)  # where it was before src/rayconformance
     table = certify.feature_table(tmp_path)
-    assert table.RESOURCES == ("RayCluster", "RayJob", "RayService")
+    assert table.RESOURCES == ("RayCluster", "RayJob", "RayService", "RayCronJob")
     assert table.BY_NAME["RayJobK8sJobMode"].resource == "RayJob"
     assert table.classify(["RayJobK8sJobMode"]) == {"RayJob": "core"}

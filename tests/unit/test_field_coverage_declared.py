@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HELPERS = [ROOT / "fixtures" / "expect", ROOT / "fixtures" / "handles"]
 DATA = Path(__file__).parent / "data" / "fieldcov"
 CRD_FILES = {"RayCluster": "ray.io_rayclusters.v1.7.0.yaml", "RayJob": "ray.io_rayjobs.v1.7.0.yaml",
-             "RayService": "ray.io_rayservices.v1.7.0.yaml"}
+             "RayService": "ray.io_rayservices.v1.7.0.yaml", "RayCronJob": "ray.io_raycronjobs.v1.7.0.yaml"}
 MAX_BYTES = 2_000_000
 DECLARING = ("covers", "declare")  # record.covers (a helper's decorator) and record.declare (inline)
 
@@ -100,7 +100,8 @@ def test_every_field_a_helper_declares_is_in_the_v1_7_0_crds_or_an_operator_read
 def test_every_field_the_assertions_file_lists_is_in_the_v1_7_0_crds_or_an_operator_read_key(crds):
     listed = assertions_file.load(ROOT).entries
     found = [(f"{assertions_file.WHERE}: {name}", f) for name, fields in listed.items() for f in fields]
-    assert {f.partition(":")[0] for _, f in found} == set(CRD_FILES), \
+    # (the RayCronJob tests declare theirs in their modules; the file lists none)
+    assert {f.partition(":")[0] for _, f in found} == set(CRD_FILES) - {"RayCronJob"}, \
         f"the file lists fields of every kind; found only {sorted({f for _, f in found})}"
     wrong = not_in_the_crds(found, crds)
     assert not wrong, "listed fields no CRD has:\n  " + "\n  ".join(wrong)

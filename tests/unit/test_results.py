@@ -84,7 +84,8 @@ def test_results_summarizes_a_run_from_its_directory_or_its_archive(suite, capsy
     rows = {line.split()[0]: " ".join(line.split()[1:]) for line in lines if line.startswith("  Ray")}
     assert rows == {"RayCluster": "success (1 passed) failure (1 failed, 1 skipped)",
                     "RayJob": "untested (1 unsupported) untested (no tests)",
-                    "RayService": "untested (no tests) untested (no tests)"}, from_dir
+                    "RayService": "untested (no tests) untested (no tests)",
+                    "RayCronJob": "untested (no tests) untested (no tests)"}, from_dir
     assert "  failed: RayClusterSuspend in suspend" in lines and "  skipped: RayClusterGPUWorkerGroups in gpu" in lines
     assert "not claimed, so not run (unsupported, no skip of the verdict): 1 test(s) of RayJobK8sJobMode (1)" in lines
     at = lines.index("failures (1):")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from rayconformance import features
+from rayconformance.run import ray_versions
 
 from .conftest import SAMPLE_TESTS
 
@@ -184,12 +185,12 @@ def test_feature_runs_with_a_new_enough_ray(suite):
 
 
 def test_ray_version_reason():
-    assert features.ray_release("2.52.0") == (2, 52, 0) and features.ray_release("2.100.1") > (2, 52, 0)
-    assert features.ray_too_old(["RayClusterTokenAuth", "RayClusterSuspend"], "2.51.9") == ["RayClusterTokenAuth"]
-    assert features.ray_too_old(["RayClusterTokenAuth"], "2.52.0") == []
-    assert features.ray_too_old(["RayClusterTokenAuth"], None) == []  # unknown Ray version: nothing to say
-    assert features.ray_version_reason(["RayClusterSuspend"], "2.46.0") is None
-    assert features.ray_version_reason(["RayClusterTokenAuth"], "2.46.0") == TOO_OLD
+    assert ray_versions.ray_release("2.52.0") == (2, 52, 0) and ray_versions.ray_release("2.100.1") > (2, 52, 0)
+    assert ray_versions.ray_too_old(["RayClusterTokenAuth", "RayClusterSuspend"], "2.51.9") == ["RayClusterTokenAuth"]
+    assert ray_versions.ray_too_old(["RayClusterTokenAuth"], "2.52.0") == []
+    assert ray_versions.ray_too_old(["RayClusterTokenAuth"], None) == []  # unknown Ray version: nothing to say
+    assert ray_versions.ray_version_reason(["RayClusterSuspend"], "2.46.0") is None
+    assert ray_versions.ray_version_reason(["RayClusterTokenAuth"], "2.46.0") == TOO_OLD
     from rayconformance.operator.profiles import RAY_VERSION
 
     assert all(RAY_VERSION.match(f.min_ray) for f in features.FEATURES if f.min_ray is not None)

@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 KEYS_FILE = HERE / "operator-keys.yaml"
 EXCLUSIONS_FILE = HERE / "exclusions.yaml"
 GROUP, VERSION = "ray.io", "v1"
-KIND_ORDER = ("RayCluster", "RayJob", "RayService")
+KIND_ORDER = ("RayCluster", "RayJob", "RayService", "RayCronJob")
 SECTION = "fieldCoverage"
 READ_TIMEOUT = 15  # seconds for listing the cluster's CRDs
 
@@ -76,7 +76,7 @@ def crd_fields(crd: dict, keys: dict) -> list[Field]:
 
 
 def ray_crds(crds: list[dict]) -> list[dict]:
-    """The CRDs of the ray.io group, RayCluster, RayJob, RayService first."""
+    """The CRDs of the ray.io group, RayCluster, RayJob, RayService, RayCronJob first."""
     ours = [c for c in crds if (c.get("spec") or {}).get("group") == GROUP]
     rank = {k: i for i, k in enumerate(KIND_ORDER)}
     return sorted(ours, key=lambda c: (rank.get(c["spec"]["names"]["kind"], len(rank)), c["spec"]["names"]["kind"]))

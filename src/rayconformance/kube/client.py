@@ -9,7 +9,8 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 RAY_GROUP, RAY_VERSION = "ray.io", "v1"
-RAY_PLURALS = {"RayCluster": "rayclusters", "RayJob": "rayjobs", "RayService": "rayservices"}
+RAY_PLURALS = {"RayCluster": "rayclusters", "RayJob": "rayjobs", "RayService": "rayservices",
+               "RayCronJob": "raycronjobs"}
 GPU_RESOURCE = "nvidia.com/gpu"
 
 

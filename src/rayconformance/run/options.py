@@ -22,7 +22,7 @@ from rayconformance.clusters.definition import ClusterDefinition
 from rayconformance.operator import profiles
 from rayconformance.report import baseline
 
-from . import shards
+from . import ray_versions, shards
 
 GROUP = "rayconformance"
 OPTIONS_FILE = "conformance-options-file"
@@ -333,7 +333,7 @@ def load(config: pytest.Config) -> Options:
     else:
         supported, claimed_by = set(profile.features), f"profile {profile.name}"
     exempt = frozenset(v["exempt-features"])
-    supported -= set(features.ray_too_old(supported, ray_version))  # reported unsupported at this Ray version
+    supported -= set(ray_versions.ray_too_old(supported, ray_version))  # reported unsupported at this Ray version
 
     overrides = {k: v[f"report-{k}"] for k in ("organization", "project", "url", "version", "contact")}
     implementation = {**profile.implementation, **{k: x if k != "contact" else list(x)

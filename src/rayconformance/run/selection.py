@@ -16,7 +16,7 @@ import pytest
 from rayconformance import features
 from rayconformance.report.results import DESCRIPTION_PROPERTY, FEATURE_PROPERTY
 
-from . import shards
+from . import ray_versions, shards
 from .state import CONFORMANCE_DIR, Run
 
 PROBLEM_FILE = "selection.json"  # under xdist, a worker's word to the controller on the names given (a worker
@@ -134,7 +134,7 @@ class Selection:
             elif opts.core_only and extended:
                 item.add_marker(pytest.mark.skip(reason=f"extended feature(s) {', '.join(extended)}: "
                                                         "--core-only runs Core features only"))
-            elif why := features.ray_version_reason(names, opts.ray_version):  # whatever claims it, --run-test too
+            elif why := ray_versions.ray_version_reason(names, opts.ray_version):  # whatever claims it, --run-test too
                 item.add_marker(pytest.mark.skip(reason=why))
             elif not opts.run_test and (why := features.skip_reason(names, opts.supported, opts.exempt,
                                                                     opts.claimed_by, opts.lacked)):

@@ -1,0 +1,1 @@
+"""raycronjob conformance tests (KubeRay 1.7+, alpha feature gate RayCronJob)."""
