@@ -262,4 +262,10 @@ CASES = [
          tree_patch=ANNOTATIONS_NOT_VALIDATED),
     Case("running_job_keeps_its_cluster_when_cluster_spec_changes", "to keep generation", profile="kuberay-v1.7.0",
          local=True, tree_patch=JOB_FIELDS_IGNORED),
+    # copies helper (conformance/rayjob/test_cluster_spec_copy.py): KubeRay v1.7.0 patched to make the RayJob's
+    # RayCluster from its rayClusterSpec without the rayVersion, which every case sets
+    *(Case(f"cluster_spec_reaches_its_raycluster_unchanged[{case}]", r"spec\.rayVersion: expected '[0-9.]+', observed",
+           profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayjob-cluster-spec-loses-ray-version")
+      for case in ("every-release", "credentials-from-secret", "groups-auth-suspend", "v1.7-options",
+                   "v1.7-store-claim")),
 ]

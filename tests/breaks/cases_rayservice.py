@@ -262,4 +262,12 @@ CASES = [
     # authOptions.secretName ignored: the cluster runs on a token Secret of the operator's, the user's is refused
     Case("rayservice_serves_with_the_token_of_its_secret", r"answer a request with the token of Secret greeter-token",
          patch="raycluster-auth-secret-name-ignored"),
+    # copies helper (conformance/rayservice/test_cluster_config_copy.py): KubeRay v1.7.0 patched to make the
+    # RayService's RayCluster from its rayClusterConfig with the worker groups' Pod template labels dropped, which
+    # every case sets
+    *(Case(f"cluster_config_reaches_its_raycluster_unchanged[{case}]",
+           r"spec\.workerGroupSpecs\[0\]\.template\.metadata(\.labels)?: expected",
+           profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/rayservice-cluster-config-loses-worker-pod-labels")
+      for case in ("every-release", "credentials-from-secret", "groups-auth-suspend", "v1.7-options",
+                   "v1.7-store-claim")),
 ]

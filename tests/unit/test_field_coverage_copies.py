@@ -185,3 +185,40 @@ def test_relations_and_the_fixpoint_directly():
     pairs = {("A:spec.x", "B:spec.x"), ("B:spec.x", "C:spec.x"), ("A:spec.y", "B:spec.y")}
     assert copies.through(pairs, {"A:spec.x", "B:spec.x", "A:spec.y", "B:spec.y"}) == {"A:spec.x", "B:spec.x"}
     assert copies.through(pairs, {"A:spec.x", "B:spec.x", "C:spec.x"}) == set()
+
+
+def test_each_copy_case_declares_only_fields_its_spec_sets_all_of_them_in_the_v1_7_0_crd(crds):
+    from rayconformance.fieldcov import paths
+    from rayconformance.fixtures import copied_specs
+
+    fields = {f.segments for f in coverage.crd_fields(crds[0], coverage.load_keys())}
+    assert set(copied_specs.COPIED) == set(copied_specs.SPECS)
+    for case, declared in copied_specs.COPIED.items():
+        spec = copied_specs.cluster_spec(case, "ray:x", "2.60.0")
+        assert spec["suspend"] is True, f"{case}: its RayCluster must make no Pod"
+        set_paths = {p[1:] for p in paths.body_paths({"spec": spec})}
+        for rel in declared:
+            segments = paths.split(rel)
+            assert any(s[:len(segments)] == segments for s in set_paths), f"{case}: {rel} declared but not set"
+            assert ("spec", *segments) in fields, f"{case}: {rel} is no field of the v1.7.0 RayCluster"
+        assert "ray:x" in str(spec) and copied_specs.RAY_IMAGE not in str(spec)
+
+
+def test_the_copy_comparison_names_path_expected_and_observed_and_ignores_defaults():
+    from rayconformance.fixtures.expect import copied_spec
+
+    sent = {"a": {"b": 1, "c": [{"d": "x"}]}, "e": ["p", "q"], "f": "v"}
+    seen = {"a": {"b": 1, "c": [{"d": "y", "default": 0}], "extra": True}, "e": ["p"]}
+    assert copied_spec.differences(sent, seen) == [("a.c[0].d", "x", "y"), ("e", ["p", "q"], ["p"]),
+                                                   ("f", "v", copied_spec.ABSENT)]
+    cluster = {"metadata": {"name": "c"}, "spec": seen}
+    with pytest.raises(AssertionError, match=r"3 value\(s\) differ: spec\.a\.c\[0\]\.d: expected 'x', observed 'y'"):
+        copied_spec.cluster_spec_must_be_copied(sent, cluster, owner="RayJob j")
+    head = {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "ray-head"}]}}}}
+    observed = {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "ray-head"}, {"name": "submitter"}],
+                                                        "restartPolicy": "Never"}}}}
+    copied_spec.cluster_spec_must_be_copied(head, {"metadata": {"name": "c"}, "spec": observed}, owner="RayJob j",
+                                            undo=copied_spec.submitter_sidecar_undone(head))
+    with pytest.raises(AssertionError, match="user's containers"):
+        copied_spec.cluster_spec_must_be_copied(head, {"metadata": {"name": "c"}, "spec": head}, owner="RayJob j",
+                                                undo=copied_spec.submitter_sidecar_undone(head))
