@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.copied_specs import COPIED, cluster_spec
+from rayconformance.fixtures.copied_specs import COPIED, cluster_spec, let_go
 from rayconformance.fixtures.expect.copied_spec import (cluster_spec_must_be_copied, owned_raycluster_must_exist,
                                                         submitter_sidecar_undone)
 
@@ -52,7 +52,7 @@ def test_cluster_spec_reaches_its_raycluster_unchanged(ctx, case):
     job = ctx.create_rayjob(body)
 
     cluster = owned_raycluster_must_exist(ctx.k8s, ctx.namespace, "RayJob", job.name, ctx.timeouts.state)
-    job.delete()  # what is copied is all there once the RayCluster exists
+    let_go(ctx, job, cluster["metadata"]["name"])  # what is copied is all there once the RayCluster exists
     cluster_spec_must_be_copied(spec, cluster, owner=f"RayJob {job.name} ({mode or 'HTTPMode'})",
                                 undo=submitter_sidecar_undone(spec) if mode == "SidecarMode" else None)
     ctx.covers_copied("RayJob:spec.rayClusterSpec", "RayCluster:spec", COPIED[case])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.copied_specs import COPIED, cluster_spec
+from rayconformance.fixtures.copied_specs import COPIED, cluster_spec, let_go
 from rayconformance.fixtures.expect.copied_spec import cluster_spec_must_be_copied, owned_raycluster_must_exist
 
 
@@ -44,6 +44,6 @@ def test_cluster_config_reaches_its_raycluster_unchanged(ctx, case):
     service = ctx.create_rayservice(body)
 
     cluster = owned_raycluster_must_exist(ctx.k8s, ctx.namespace, "RayService", service.name, ctx.timeouts.state)
-    service.delete()  # what is copied is all there once the RayCluster exists
+    let_go(ctx, service, cluster["metadata"]["name"])  # what is copied is all there once the RayCluster exists
     cluster_spec_must_be_copied(spec, cluster, owner=f"RayService {service.name}")
     ctx.covers_copied("RayService:spec.rayClusterConfig", "RayCluster:spec", COPIED[case])
