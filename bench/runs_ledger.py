@@ -12,6 +12,7 @@ and its message.
 
     .venv/bin/python bench/runs_ledger.py status                 # the streak per provider, the last failures
     .venv/bin/python bench/runs_ledger.py record reports/<run> [--peak-gib 10.2]   # a run made otherwise
+    .venv/bin/python bench/runs_ledger.py cause RUN TEST --by ours --why "..." [--fixed COMMIT]   # a failure's root cause
     (--full: for a report older than its `selection` block, which says itself whether it was full)
 
 bench/suite.py and bench/cpu.py record each run they make.
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "bench" / "runs-ledger.json"
 REPORT = "conformance-report.yaml"
 TARGETS = {"local": 10, "kind": 3}  # clean full runs in a row that issue 31 asks for
+CAUSES = ("operator", "ray", "ours", "machine")  # whose a failure was, once root-caused
 def failure_messages(run_dir: Path) -> dict[str, str]:
     """Each failed test's first message line from the run's junit.xml, by test name (the report keeps none)."""
     try:
@@ -85,10 +87,31 @@ def record(run_dir: Path, full: bool | None, peak_gib: float | None, bench: str,
            exit_code: int | None = None) -> dict:
     """Adds (or replaces, by run id) the run's entry and returns it."""
     e = entry(run_dir, full, peak_gib, bench, exit_code)
+    earlier = {f["name"]: f["cause"] for r in load(path) if r["run"] == e["run"] for f in r["failed"] if "cause" in f}
+    for f in e["failed"]:  # a cause found for a failure stays when the run is recorded again
+        if f["name"] in earlier:
+            f["cause"] = earlier[f["name"]]
     runs = [r for r in load(path) if r["run"] != e["run"]] + [e]
     runs.sort(key=lambda r: r.get("date") or "")
     path.write_text(json.dumps(runs, indent=1) + "\n")
     return e
+
+
+def set_cause(run: str, test: str, by: str, why: str, fixed: str | None, path: Path = LEDGER) -> dict:
+    """Records whose the failure of `test` in `run` was (`by`, one of CAUSES), why, and the commit that fixed it."""
+    if by not in CAUSES:
+        raise SystemExit(f"runs-ledger: --by {by!r} is not a cause; use one of {', '.join(CAUSES)}")
+    runs = load(path)
+    entries = [r for r in runs if r["run"] == run]
+    if not entries:
+        raise SystemExit(f"runs-ledger: no run {run!r} in {path.name}; `status` lists the recorded runs' failures")
+    failure = next((f for f in entries[0]["failed"] if f["name"] in (test, test.removeprefix("test_"))), None)
+    if failure is None:
+        names = ", ".join(f["name"] for f in entries[0]["failed"]) or "none"
+        raise SystemExit(f"runs-ledger: {test!r} did not fail in {run} (its failures: {names})")
+    failure["cause"] = {"by": by, "why": why, **({"fixed": fixed} if fixed else {})}
+    path.write_text(json.dumps(runs, indent=1) + "\n")
+    return failure
 
 
 def streak(runs: list[dict], provider: str) -> tuple[list[dict], dict | None]:
@@ -126,6 +149,12 @@ def status_lines(runs: list[dict]) -> list[str]:
         if failed:
             names = ", ".join(f["name"] + (" (overloaded)" if f["overloaded"] else "") for f in failed["failed"])
             out.append(f"  last full run with a failure: {failed['run']} ({failed['date']}): {names}")
+            out += [f"    {f['name']}: cause {f['cause']['by']}: {f['cause']['why']}"
+                    + (f" (fixed in {f['cause']['fixed']})" if f["cause"].get("fixed") else "")
+                    for f in failed["failed"] if "cause" in f]
+        open_ = [f"{r['run']}: {f['name']}" for r in full for f in r["failed"] if "cause" not in f]
+        if open_:
+            out.append(f"  failures of full runs not yet root-caused ({len(open_)}): {'; '.join(open_)}")
     return out
 
 
@@ -138,7 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--full", action="store_true", help="a report without a `selection` block (older runs): it "
                                                          "tested everything the profile claims")
     rec.add_argument("--peak-gib", type=float, help="the machine's peak memory in use during the run")
+    cause = sub.add_parser("cause", help="record a failure's root cause")
+    cause.add_argument("run")
+    cause.add_argument("test")
+    cause.add_argument("--by", required=True, help=f"whose the failure was: {', '.join(CAUSES)}")
+    cause.add_argument("--why", required=True, help="what went wrong, in a line")
+    cause.add_argument("--fixed", help="the commit that fixed it, if any")
     a = ap.parse_args(argv)
+    if a.cmd == "cause":
+        f = set_cause(a.run, a.test, a.by, a.why, a.fixed)
+        print(f"runs-ledger: {a.run}: {f['name']}: cause {a.by}")
     if a.cmd == "record":
         e = record(a.run_dir, a.full or None, a.peak_gib, "record")
         print(f"runs-ledger: recorded {e['run']} ({'full' if e['full'] else 'a selection'}, "

@@ -1,6 +1,7 @@
 """The clean-run count (bench/runs_ledger.py): which runs are full, and how a provider's streak counts and resets."""
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from bench import runs_ledger
@@ -63,3 +64,19 @@ def test_the_report_says_whether_the_run_was_full_and_a_run_cut_short_is_not(tmp
     cut = [{"name": "a", "outcome": "failed", "reason": runs_ledger.INCOMPLETE}]
     e = runs_ledger.entry(write_run(tmp_path / "4", {"full": True, "narrowedBy": []}, cut), None, None, "cpu")
     assert not e["full"] and e["endedEarly"] == "a test was cut off"
+
+
+def test_a_failures_cause_is_recorded_shown_and_kept_when_the_run_is_recorded_again(tmp_path):
+    d = write_run(tmp_path, {"full": True, "narrowedBy": []},
+                  [{"name": "a", "outcome": "failed"}, {"name": "b", "outcome": "failed"}], JUNIT)
+    ledger = tmp_path / "ledger.json"
+    runs_ledger.record(d, None, None, "suite", ledger, exit_code=1)
+    runs_ledger.set_cause("r1", "test_b", "ray", "Ray 2.46 pins jobs to a lost head", "abc123", ledger)
+    runs_ledger.record(d, None, None, "suite", ledger, exit_code=1)
+    lines = runs_ledger.status_lines(runs_ledger.load(ledger))
+    assert "    b: cause ray: Ray 2.46 pins jobs to a lost head (fixed in abc123)" in lines
+    assert any(line.endswith("not yet root-caused (1): r1: a") for line in lines)
+    with pytest.raises(SystemExit, match="not a cause"):
+        runs_ledger.set_cause("r1", "a", "luck", "x", None, ledger)
+    with pytest.raises(SystemExit, match="did not fail in r1"):
+        runs_ledger.set_cause("r1", "c", "ours", "x", None, ledger)
