@@ -113,6 +113,10 @@ CASES = [
     # without auth and its dashboard accepts anyone (scale 0.6: the cluster must still get provisioned in time)
     Case("token_auth_guards_the_dashboard", "must refuse a request without the token",
          patch="raycluster-token-auth-not-wired", timeout_scale=0.6),
+    # enableK8sTokenAuth ignored: the operator runs the cluster on a token Secret of its own, and Ray refuses the
+    # Kubernetes token of a user allowed ray:write
+    Case("kubernetes_identities_with_ray_write_get_in", "to list 2 alive node",
+         patch="raycluster-k8s-token-auth-ignored", timeout_scale=0.6),
     # token auth: the RayJob's submitter gets no token, so `ray job submit` is refused. K8sJobMode: the submitter
     # Job fails and so does the RayJob. SidecarMode: the head's submitter container exits with an error, so the head
     # Pod is never Ready and the cluster is never provisioned
@@ -147,6 +151,10 @@ CASES = [
     # no --redis-username), so the head sends the ACL user's password as the default user's and Redis refuses it
     Case("fault_tolerance_options_keep_state_and_clean_up[acl-user]", "to be provisioned|keep its state",
          patch="raycluster-redis-username-dropped", timeout_scale=0.5),
+    # redisUsername.valueFrom dropped (only its inline value reaches REDIS_USERNAME): the head logs in to Redis with
+    # an empty user name, the ACL user's password is refused, and the head never gets ready
+    Case("acl_user_named_in_a_secret_keeps_and_cleans_state[acl-user-from-secret]", "to be provisioned",
+         patch="raycluster-redis-username-from-secret-dropped", timeout_scale=0.5),
     # GCS fault tolerance option forms mishandled (one patch, one wrong decision per form): a missing redisPassword
     # filled with Ray's old default password, an inline redisPassword value dropped (the head sends no password), the
     # Redis cleanup Job named <cluster>-redis-cleanup uncut (refused above 63 characters: the cluster never goes),

@@ -54,3 +54,8 @@ def test_delete_times_out_with_what_holds_the_namespace():
     core = FakeCore(reads_until_gone=10**6)
     with pytest.raises(AssertionError, match="(?s)namespace rc-x to be deleted.*gcs-ft-redis-cleanup-finalizer"):
         namespaces.delete(core, "rc-x", timeout=0.05, interval=0.01)
+
+
+def test_dns_label():
+    assert namespaces.dns_label("Autoscaler[v1]__x") == "autoscaler-v1-x"
+    assert len(namespaces.dns_label("a" * 100)) == 63

@@ -24,6 +24,13 @@ def test_acl_user_and_storage_namespace_and_url():
         "redisAddress redis:6379, redisUsername ray-gcs, redisPassword from Secret redis-password"
 
 
+def test_acl_user_name_from_its_secret():
+    access = Access(username_secret=ACL_SECRET, password_secret=ACL_SECRET)
+    assert access.options()["redisUsername"] == {"valueFrom": {"secretKeyRef": {"name": ACL_SECRET, "key": "username"}}}
+    assert str(access) == ("redisAddress redis:6379, redisUsername from Secret redis-gcs-user, redisPassword from "
+                           "Secret redis-gcs-user")
+
+
 def test_keys_of_a_storage_namespace(monkeypatch):
     keys = ["uid-a", "uid-a@KV:x", "uid-b"]
     monkeypatch.setattr(expect, "redis_keys", lambda api, ns, timeout: keys)

@@ -131,11 +131,6 @@ def test_classify_counts_a_test_in_each_profile_it_touches():
         {"RayService": "extended", "RayCluster": "extended"}
 
 
-def test_dns_label():
-    assert features.dns_label("Autoscaler[v1]__x") == "autoscaler-v1-x"
-    assert len(features.dns_label("a" * 100)) == 63
-
-
 def test_core_only_runs_core_features_only(suite):
     suite.tests()
     result = suite.run("--all-features", "--core-only")

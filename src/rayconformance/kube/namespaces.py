@@ -3,18 +3,24 @@ after the test (waiting until they are gone), and swept by run id at the end of 
 what would otherwise stay forever: ray.io objects whose finalizers the operator did not remove."""
 from __future__ import annotations
 
+import re
 import secrets
 import string
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rayconformance.features import dns_label
 from rayconformance.fixtures.waiting import wait_for
 
 RUN_LABEL = "rayconformance.io/run"
 TEST_LABEL = "rayconformance.io/test"
 SUFFIX_LEN = 5
+
+
+def dns_label(text: str, max_len: int = 63) -> str:
+    """Lower-case `text` into a Kubernetes DNS-1123 label (also a valid label value and directory name)."""
+    label = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    return label[:max_len].rstrip("-") or "x"
 
 
 def namespace_name(short_name: str) -> str:
