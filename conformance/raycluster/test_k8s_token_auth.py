@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 SAMPLE = "raycluster-k8s-token-auth"
 RAY_ACCOUNT = "k8s-auth-ray"  # runs the Ray Pods, holds ray:write, asks the API server for the reviews
@@ -58,12 +57,4 @@ def test_kubernetes_identities_with_ray_write_get_in(ctx):
                                       whose=f"ServiceAccount {USER}'s token (allowed ray:write)")
 
     # step 2: Kubernetes holds the credentials: the operator made no token Secret
-    try:
-        own = ctx.core.read_namespaced_secret(cluster.name, ctx.namespace)
-    except ApiException as e:
-        if e.status != 404:
-            raise
-        own = None
-    assert own is None, \
-        (f"with authOptions.enableK8sTokenAuth the operator must not create a token Secret (Ray takes Kubernetes "
-         f"tokens); observed Secret {cluster.name} (owners {[o.name for o in own.metadata.owner_references or []]})")
+    cluster.auth_secret_must_not_exist(why="authOptions.enableK8sTokenAuth (Ray takes Kubernetes tokens)")

@@ -69,3 +69,25 @@ def test_handle_waits_as_long_as_its_operation(monkeypatch):
     rc.workers_must_be_running_and_ready(1, what="x")
     rc.workers_must_be_running_and_ready(1, 7, what="x")
     assert calls == [ctx.timeouts.state, ctx.timeouts.upgrade, 7]
+
+
+def test_no_auth_secret_of_the_operators(monkeypatch):
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from rayconformance.fixtures.expect import raycluster_ray
+
+    secrets = {}
+
+    def read(self, name, namespace):
+        if name not in secrets:
+            raise ApiException(status=404)
+        return secrets[name]
+
+    monkeypatch.setattr(client.CoreV1Api, "read_namespaced_secret", read)
+    raycluster_ray.auth_secret_must_not_exist(None, "ns", "rc", why="x")
+    secrets["rc"] = SimpleNamespace(metadata=SimpleNamespace(owner_references=[SimpleNamespace(kind="RayCluster",
+                                                                                              name="rc")]))
+    with pytest.raises(AssertionError, match=r"with x the operator must not create a token Secret for RayCluster rc; "
+                                             r"observed Secret rc \(owners \['RayCluster/rc'\]\)"):
+        raycluster_ray.auth_secret_must_not_exist(None, "ns", "rc", why="x")
