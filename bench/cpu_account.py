@@ -59,7 +59,7 @@ def read_samples(path: Path) -> tuple[dict, list[dict]]:
 
 def ns_label(name: str, max_len: int = 63 - len("rc-") - 1 - 5) -> str:
     """A test's short name as it appears in its namespace `rc-<label>-<5 random>`, 63 characters at most (as
-    src/rayconformance/kube/namespaces.py makes it, through features.dns_label)."""
+    src/rayconformance/kube/namespaces.py makes it, through its dns_label)."""
     return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:max_len].rstrip("-") or "x"
 
 
