@@ -5,7 +5,7 @@ and the hooks offered to vendors), `run/` (a conformance run: options, selection
 end), `report/` (the conformance report, verify, publish), `kube/` (Kubernetes access), `operator/` (the operator
 under test: profiles, install, Helm, source trees), `providers/` (how a run gets its cluster), `fieldcov/` (field
 coverage) and `matrix/` (the version matrix); beside them the commands (`__main__.py`) and three modules any layer
-may use, which import nothing of the project: `features.py` (the conformance features), `errors.py` and
+may use, which import nothing of the project: `features/` (the conformance features), `errors.py` and
 `describe.py`. Two folders of the repository install into it too (`pyproject.toml`, package-dir): `fixtures/` as
 `rayconformance.fixtures` (what the tests import, and the pytest fixtures) and `clusters/` as
 `rayconformance.clusters` (cluster definitions and test beds). Nothing imports a top-level `fixtures` or

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 
 import yaml
 
@@ -225,8 +226,36 @@ def test_a_report_is_checked_by_the_digest_scheme_its_suite_records(suite):
     assert len(problems) == 1 and problems[0].startswith("digest scheme 99 is not one this suite knows"), problems
 
 
+def one_file_feature_list() -> str:
+    """This suite's feature list written as one module, the way it was kept before it moved into a package."""
+    package = certify.ROOT / "src" / "rayconformance" / "features"
+    lists = [(package / f"{r}.py").read_text().split("FEATURES: tuple[Feature, ...] = (", 1)[1].rsplit(")", 1)[0]
+             for r in ("raycluster", "rayjob", "rayservice", "raycronjob")]
+    init = (package / "__init__.py").read_text().split("\nFEATURES: tuple[Feature, ...] =", 1)[1].split("\n", 1)[1]
+    return ((package / "model.py").read_text() + "\n\nFEATURES: tuple[Feature, ...] = (" + "".join(lists) + ")\n"
+            + init)
+
+
+def test_an_earlier_one_file_feature_list_is_read(tmp_path):
+    older = one_file_feature_list().replace('"a RayJob submitted by', '"then: a RayJob submitted by')
+    (tmp_path / "src" / "rayconformance").mkdir(parents=True)
+    (tmp_path / "src" / "rayconformance" / "features.py").write_text(older)
+    table = certify.feature_table(tmp_path)
+    assert table.BY_NAME["RayJobK8sJobMode"].description.startswith("then: a RayJob submitted by")
+    assert table.classify(["RayJobK8sJobMode"]) == {"RayJob": "core"}
+
+
+def test_a_feature_list_kept_one_module_per_resource_is_read_from_the_suite_of_the_report(tmp_path):
+    shutil.copytree(certify.ROOT / "src" / "rayconformance" / "features", tmp_path / "src" / "rayconformance" / "features")
+    rayjob = tmp_path / "src" / "rayconformance" / "features" / "rayjob.py"
+    rayjob.write_text(rayjob.read_text().replace('"a RayJob submitted by', '"then: a RayJob submitted by'))
+    table = certify.feature_table(tmp_path)
+    assert table.BY_NAME["RayJobK8sJobMode"].description.startswith("then: a RayJob submitted by")
+    assert not [m for m in sys.modules if m.startswith("rayconformance_suite_features")]  # nothing left loaded
+
+
 def test_an_earlier_feature_list_grouped_in_profiles_is_read_as_resources(tmp_path):
-    older = (certify.ROOT / certify.FEATURES_FILES[0]).read_text().replace("RESOURCES", "PROFILES")
+    older = one_file_feature_list().replace("RESOURCES", "PROFILES")
     older = older.replace("    resource: str", "    profile: str").replace("{f.resource:", "{f.profile:")
     (tmp_path / "fixtures").mkdir()
     (tmp_path / "fixtures" / "features.py").write_text(older)  # where it was before src/rayconformance

@@ -44,7 +44,7 @@ def test_every_feature_has_a_test(collected):
     untested = [f for f in features.NAMES if f not in tested]
     assert not untested, (f"features no conformance test exercises (a profile could claim them and nothing would "
                           f"run): {', '.join(untested)}; add a test or remove the feature from "
-                          "src/rayconformance/features.py")
+                          "src/rayconformance/features/")
 
 
 def test_every_conformance_test_states_its_behavior():

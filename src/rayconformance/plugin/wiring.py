@@ -60,7 +60,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 @pytest.hookimpl(tryfirst=True)  # before pytest-html and junitxml read their output paths
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "feature(*names): the conformance features the test exercises "
-                                       "(src/rayconformance/features.py); tests of unsupported features are skipped")
+                                       "(src/rayconformance/features/); tests of unsupported features are skipped")
     config.addinivalue_line("markers", MARKER_HELP)
     config.addinivalue_line("markers", SAMPLES_MARKER_HELP)
     config.addinivalue_line("markers", field_record.MARKER_HELP)

@@ -43,7 +43,7 @@ SCHEMES = {1: (("conformance", "**/*.py"), ("samples", "**/*.yaml")),
 SCHEME = 4  # what a run records
 SUITE_PARTS = SCHEMES[SCHEME]
 # read from an earlier suite, where its commit keeps them: since the framework left fixtures/, and before
-FEATURES_FILES = ("src/rayconformance/features.py", "fixtures/features.py")
+FEATURES_FILES = ("src/rayconformance/features/__init__.py", "src/rayconformance/features.py", "fixtures/features.py")
 CERTIFY_FILES = ("src/rayconformance/report/certify.py", "fixtures/certify.py")
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 IMPLEMENTATION_KEYS = ("organization", "project", "url", "version", "contact")
@@ -205,14 +205,16 @@ def feature_table(root: Path) -> ModuleType | SimpleNamespace:
     if root.resolve() == ROOT or path is None:
         return features
     name = "rayconformance_suite_features"
-    spec = importlib.util.spec_from_file_location(name, path)
+    package = [str(path.parent)] if path.name == "__init__.py" else None  # a list kept one module per resource
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=package)
     module = sys.modules[name] = importlib.util.module_from_spec(spec)  # its dataclasses look themselves up there
     try:
         spec.loader.exec_module(module)
     except Exception:  # noqa: BLE001 - an earlier features.py this checkout cannot load: its own list stands in
         return features
     finally:
-        del sys.modules[name]
+        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[loaded]
     if all(hasattr(module, n) for n in ("RESOURCES", "FEATURES", "BY_NAME", "classify")):
         return module
     if all(hasattr(module, n) for n in ("PROFILES", "FEATURES", "classify")):  # before the groups were resources

@@ -155,7 +155,8 @@ def suite_at(commit: str, dest: Path, parts=certify.SUITE_PARTS, repo: Path = ce
         if git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}").returncode != 0:
             return (f"suite commit {commit} is not in this clone's history (a shallow clone? fetch it, e.g. "
                     "actions/checkout with fetch-depth: 0)")
-        wanted = [*dict.fromkeys(d for d, _ in parts), "profiles", *certify.FEATURES_FILES, *certify.CERTIFY_FILES]
+        wanted = [*dict.fromkeys(d for d, _ in parts), "profiles", *certify.CERTIFY_FILES,
+                  *(f.removesuffix("/__init__.py") for f in certify.FEATURES_FILES)]  # a package: all of it
         found = git("ls-tree", "--name-only", commit, "--", *wanted).stdout.split()
         r = git("archive", "--format=tar", commit, "--", *[p.decode() for p in found]) if found else None
     except (OSError, subprocess.SubprocessError) as e:

@@ -7,7 +7,7 @@ unsupported) counts, the failed, skipped (and unsupported) tests, the failed fea
 line, the supported and unsupported features (the claims); the shards' test counts of a merged report; the
 baseline block's verdicts and counts. An outcome edited and re-checksummed leaves these behind, so they must all
 agree with the tests. Tests are sorted into resources and levels by `table`, the feature list of the suite that made
-the report (src/rayconformance/features.py of its commit, as certify.feature_table reads it).
+the report (src/rayconformance/features/ of its commit, as certify.feature_table reads it).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which features a run's Ray version is too old for: a feature's `min_ray` (src/rayconformance/features.py) newer
+"""Which features a run's Ray version is too old for: a feature's `min_ray` (src/rayconformance/features/) newer
 than the Ray the run uses makes its tests unsupported, whatever claims it."""
 from __future__ import annotations
 
