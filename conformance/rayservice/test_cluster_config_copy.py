@@ -13,26 +13,13 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.copied_specs import COPIED, cluster_spec, let_go
+from rayconformance.fixtures.copied_specs import CASES, COPIED, cluster_spec, let_go
 from rayconformance.fixtures.expect.copied_spec import cluster_spec_must_be_copied, owned_raycluster_must_exist
 
 
 @pytest.mark.feature("RayServiceClusterConfigCopied")
 @pytest.mark.samples("rayservice-greeter")
-@pytest.mark.parametrize("case", [
-    pytest.param("every-release", id="every-release"),
-    pytest.param("credentials-from-secret", id="credentials-from-secret"),
-    pytest.param("groups-auth-suspend", id="groups-auth-suspend",
-                 marks=pytest.mark.feature("RayClusterGroupLabelsAndResources", "RayClusterTokenAuthSecretName",
-                                           "RayClusterWorkerGroupSuspend")),
-    pytest.param("v1.7-options", id="v1.7-options",
-                 marks=pytest.mark.feature("RayClusterNetworkPolicy", "RayClusterHistoryCollector",
-                                           "RayClusterIngressOptions", "RayClusterAutoscalerCommandArgs",
-                                           "RayClusterWorkerGroupPriority", "RayClusterGCSStoreOptions",
-                                           "RayClusterGCSEmbeddedStorage")),
-    pytest.param("v1.7-store-claim", id="v1.7-store-claim",
-                 marks=pytest.mark.feature("RayClusterGCSStoreOptions", "RayClusterGCSEmbeddedStorage")),
-])
+@pytest.mark.parametrize("case", CASES)
 def test_cluster_config_reaches_its_raycluster_unchanged(ctx, case):
     """A RayService whose rayClusterConfig sets many RayCluster fields (a suspended cluster, so no Pod starts) gets
     a RayCluster whose spec has each of them with the value the user wrote."""
