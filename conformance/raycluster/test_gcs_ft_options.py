@@ -67,12 +67,7 @@ def test_fault_tolerance_options_keep_state_and_clean_up(ctx, redis, name):
     detached_actor_must_keep_its_state(cluster, f"loss of the head Pod ({access})")
 
     # step 3: deleting the cluster cleans its storage namespace out of Redis
-    cluster.delete()
-    try:
-        cluster.must_be_gone(ctx.timeouts.long, after="its deletion (and its Redis cleanup)")
-    except AssertionError:
-        cluster.patch({"metadata": {"finalizers": None}})  # what keeps it must not keep the test's namespace too
-        raise
+    cluster.must_be_deleted_and_gone(ctx.timeouts.long, after="its deletion (and its Redis cleanup)")
     redis.must_hold_no_keys_of(storage, after=f"{cluster} was deleted, its Redis cleanup done ({access})")
 
 

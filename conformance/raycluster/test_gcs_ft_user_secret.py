@@ -30,10 +30,5 @@ def test_acl_user_named_in_a_secret_keeps_and_cleans_state(ctx, redis):
     redis.must_hold_keys_of(storage, whose=f"{cluster} ({redis.access})")
 
     # step 2: the Redis cleanup on deletion logs in as that user too
-    cluster.delete()
-    try:
-        cluster.must_be_gone(ctx.timeouts.long, after="its deletion (and its Redis cleanup)")
-    except AssertionError:
-        cluster.patch({"metadata": {"finalizers": None}})  # what keeps it must not keep the test's namespace too
-        raise
+    cluster.must_be_deleted_and_gone(ctx.timeouts.long, after="its deletion (and its Redis cleanup)")
     redis.must_hold_no_keys_of(storage, after=f"{cluster} was deleted, its Redis cleanup done ({redis.access})")
