@@ -12,6 +12,8 @@ from rayconformance.report import certify, publish
 
 from .test_certify import edit, run
 
+SUITE_AT = publish.suite_at  # as it is, before `head_as_checked_out` stands in for it
+
 
 @pytest.fixture(autouse=True)
 def head_as_checked_out(monkeypatch):
@@ -30,6 +32,14 @@ def head_as_checked_out(monkeypatch):
         return None
 
     monkeypatch.setattr(publish, "suite_at", suite_at)
+
+
+def test_the_suite_of_a_commit_holds_its_whole_feature_list(tmp_path):
+    """`verify` reads a report's features from its suite commit: the package, each resource's module with it."""
+    assert SUITE_AT("HEAD", tmp_path) is None
+    written = sorted(p.name for p in (tmp_path / "src" / "rayconformance" / "features").glob("*.py"))
+    assert written == sorted(p.name for p in (certify.ROOT / "src" / "rayconformance" / "features").glob("*.py"))
+    assert certify.feature_table(tmp_path).NAMES == certify.features.NAMES
 
 
 def test_every_published_run_verifies():
