@@ -13,11 +13,13 @@ LONG_JOB = "python -c \"import time; print('rayconformance job running', flush=T
 NO_HEAD_WINDOW_S = 30
 
 
-def running_job(ctx, sample: str, name: str):
-    """The RayJob of `sample`, renamed `name`, running a 15-minute job; (its handle, its cluster's, the head Pod)."""
+def running_job(ctx, sample: str, name: str, **spec):
+    """The RayJob of `sample`, renamed `name` (and `spec` set in its spec), running a 15-minute job; (its handle, its
+    cluster's, the head Pod)."""
     body = ctx.sample(sample)
     body["metadata"]["name"] = name
     body["spec"]["entrypoint"] = LONG_JOB
+    body["spec"].update(spec)
     if body["spec"].get("submissionMode", "K8sJobMode") == "K8sJobMode":
         body["spec"]["submitterConfig"] = {"backoffLimit": 0}  # no second submitter resubmitting to the new head
     job = ctx.create_rayjob(body)
@@ -30,8 +32,10 @@ def running_job(ctx, sample: str, name: str):
 @pytest.mark.samples("rayjob-basic")
 def test_k8sjob_mode_head_loss_gets_a_new_head_and_ends_failed(ctx):
     """In K8sJobMode, a head Pod deleted while the job runs is replaced: the RayCluster gets a new head Pod, and
-    the RayJob, whose job died with the old head, ends Failed instead of running for ever."""
-    job, cluster, head = running_job(ctx, "rayjob-basic", "head-loss")
+    the RayJob, whose job died with the old head, ends Failed instead of running for ever. (The RayCluster is kept
+    after the job ends, shutdownAfterJobFinishes false: the new head comes only once the old Pod is gone, and the
+    job can fail before that; a cluster deleted with the finished job would leave no head to show.)"""
+    job, cluster, head = running_job(ctx, "rayjob-basic", "head-loss", shutdownAfterJobFinishes=False)
 
     with ctx.watch_pods(cluster.name, "head") as heads:
         ctx.core.delete_namespaced_pod(head.metadata.name, ctx.namespace)
