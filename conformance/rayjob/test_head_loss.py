@@ -37,9 +37,11 @@ def test_k8sjob_mode_head_loss_gets_a_new_head_and_ends_failed(ctx):
     job can fail before that; a cluster deleted with the finished job would leave no head to show.)"""
     job, cluster, head = running_job(ctx, "rayjob-basic", "head-loss", shutdownAfterJobFinishes=False)
 
-    with ctx.watch_pods(cluster.name, "head") as heads:
+    with ctx.watch_pods(cluster.name, "head", relist=True) as heads:
         ctx.core.delete_namespaced_pod(head.metadata.name, ctx.namespace)
-        new = heads.first(lambda v: v.obj["metadata"]["uid"] != head.metadata.uid, ctx.timeouts.pods)
+        # a head made while the watch relisted is in the fresh list it recorded, which `first` looks at too
+        new = heads.first(lambda v: v.obj["metadata"]["uid"] != head.metadata.uid, ctx.timeouts.pods,
+                          gaps_checked=lambda gaps: None)
     heads.must_not_have_failed()
     assert new, (f"after its head Pod {head.metadata.name} was deleted, RayCluster {cluster.name} of a K8sJobMode "
                  f"RayJob must get a new head Pod; observed {heads.summary()}")
@@ -58,11 +60,18 @@ def test_sidecar_mode_head_loss_ends_failed_without_a_new_head(ctx):
     submission failed (AppFailed or SubmissionFailed)."""
     job, cluster, head = running_job(ctx, "rayjob-sidecar", "sidecar-head-loss")
 
-    with ctx.watch_pods(cluster.name, "head") as heads:
+    def new_heads_now(gaps) -> str | None:
+        """Where the watch relisted: a head Pod other than the lost one, looked for afresh."""
+        others = [p.metadata.name for p in cluster.pods("head") if p.metadata.uid != head.metadata.uid]
+        return (f"head Pod(s) {', '.join(others)}, yet a SidecarMode RayJob's lost head Pod must not be replaced"
+                if others else None)
+
+    with ctx.watch_pods(cluster.name, "head", relist=True) as heads:
         ctx.core.delete_namespaced_pod(head.metadata.name, ctx.namespace)
         obj = job.must_finish(deployment_status="Failed",
                               when="after its head Pod, where its submitter ran, was lost (SidecarMode)")
-        new = heads.first(lambda v: v.obj["metadata"]["uid"] != head.metadata.uid, NO_HEAD_WINDOW_S)
+        new = heads.first(lambda v: v.obj["metadata"]["uid"] != head.metadata.uid, NO_HEAD_WINDOW_S,
+                          gaps_checked=new_heads_now)
     heads.must_not_have_failed()
     # Which of the two depends on what the operator sees first: the head Pod gone (AppFailed, "Ray head pod not
     # found") or the Pod still terminating with its submitter container killed (SubmissionFailed); KubeRay's own
