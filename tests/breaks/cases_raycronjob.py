@@ -22,6 +22,9 @@ CASES: list[Case] = [
     # every RayJob made from the jobTemplate the RayCronJob had at its first one
     v170("changed_template_reaches_the_next_rayjob", r"spec.entrypoint: .*not the template's",
          "raycronjob-template-read-once"),
+    # each RayJob made without the template's deletionStrategy (its other fields copied)
+    v170("every_template_field_reaches_the_rayjob_unchanged", r"spec.deletionStrategy: None, not the template's",
+         "raycronjob-template-loses-deletion-strategy"),
     # the controller reads only spec.schedule and spec.jobTemplate: spec.suspend and spec.timeZone ignored, the
     # RayCronJob not validated (ValidateRayCronJobSpec not called: no Warning event, the over-long name schedules)
     v170("suspended_raycronjob_schedules_nothing_until_resumed",

@@ -52,3 +52,15 @@ def test_the_rayjob_carries_the_template_with_what_the_operator_adds():
         x.rayjob_must_carry_the_template(CRON, job)
     with pytest.raises(AssertionError, match=r"that its template does not set: \['jobId'\]"):
         x.rayjob_must_carry_the_template(CRON, rayjob(), ["jobId"])
+
+
+def test_a_missing_object_or_list_of_the_template_is_named_with_its_value():
+    job = rayjob()
+    del job["spec"]["rayClusterSpec"]
+    with pytest.raises(AssertionError, match=r"differs at spec.rayClusterSpec: None, not the template's "
+                                             r"\{'headGroupSpec': \{'rayStartParams': \{'num-cpus': '1'\}, 'templ"):
+        x.rayjob_must_carry_the_template(CRON, job)
+    job = rayjob()
+    job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"] = []
+    with pytest.raises(AssertionError, match=r"containers: \[\], not the template's \[\{'name': 'ray-head'\}\]$"):
+        x.rayjob_must_carry_the_template(CRON, job)

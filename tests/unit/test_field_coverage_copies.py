@@ -204,6 +204,33 @@ def test_each_copy_case_declares_only_fields_its_spec_sets_all_of_them_in_the_v1
         assert "ray:x" in str(spec) and copied_specs.RAY_IMAGE not in str(spec)
 
 
+def test_each_job_template_declares_only_fields_it_sets_all_in_the_v1_7_0_raycronjob_crd():
+    """The RayCronJob copy test's templates (fixtures/copied_job_templates.py): every declared path set and a field
+    of the jobTemplate, EVERY_COPIED their union, and what v1.7.0's RayJob validation refuses together kept apart."""
+    from rayconformance.fieldcov import paths
+    from rayconformance.fixtures import copied_job_templates as jobs
+    from rayconformance.fixtures import copied_specs
+
+    cron = load("ray.io_raycronjobs.v1.7.0.yaml")
+    fields = {f.segments for f in coverage.crd_fields(cron, coverage.load_keys())}
+    assert set(jobs.COPIED) == set(jobs.JOBS) and set(jobs.SPECS) < set(jobs.COPIED)
+    for case, declared in jobs.COPIED.items():
+        template = jobs.job_template(case, "ray:x", "2.60.0")
+        set_paths = {p[1:] for p in paths.body_paths({"spec": template})}
+        for rel in declared:
+            segments = paths.split(rel)
+            assert any(s[:len(segments)] == segments for s in set_paths), f"{case}: {rel} declared but not set"
+            assert ("spec", "jobTemplate", *segments) in fields, f"{case}: {rel} is no field of the jobTemplate"
+        assert copied_specs.RAY_IMAGE not in str(template), f"{case}: an image not filled in"
+        suspended, selector = template.get("suspend"), template.get("clusterSelector")
+        assert not suspended or template.get("shutdownAfterJobFinishes"), f"{case}: suspended needs shutdown"
+        assert not (suspended and selector), f"{case}: a clusterSelector cannot be suspended"
+        rules = (template.get("deletionStrategy") or {}).get("deletionRules")
+        assert not (rules and template.get("shutdownAfterJobFinishes")), f"{case}: deletionRules without shutdown"
+        assert suspended or template.get("managedBy") == "kueue.x-k8s.io/multikueue", f"{case}: would start"
+    assert set(jobs.EVERY_COPIED) == {p for d in jobs.COPIED.values() for p in d}
+
+
 def test_the_copy_comparison_names_path_expected_and_observed_and_ignores_defaults():
     from rayconformance.fixtures.expect import copied_spec
 
