@@ -15,16 +15,13 @@ import copy
 import pytest
 
 from rayconformance.fixtures.copied_job_templates import COPIED, EVERY_COPIED, job_template
+from rayconformance.fixtures.copied_specs import EVERY_CASE_FEATURE
 from rayconformance.fixtures.expect.raycronjob import next_tick
 
 from .helpers import SAMPLE
 
 
-@pytest.mark.feature("RayCronJobSchedule", "RayJobDeletionRules", "RayJobManagedBy",
-                     "RayClusterGroupLabelsAndResources", "RayClusterTokenAuthSecretName",
-                     "RayClusterWorkerGroupSuspend", "RayClusterNetworkPolicy", "RayClusterHistoryCollector",
-                     "RayClusterIngressOptions", "RayClusterAutoscalerCommandArgs", "RayClusterWorkerGroupPriority",
-                     "RayClusterGCSStoreOptions", "RayClusterGCSEmbeddedStorage")
+@pytest.mark.feature("RayCronJobSchedule", "RayJobDeletionRules", "RayJobManagedBy", *EVERY_CASE_FEATURE)
 @pytest.mark.samples(SAMPLE)
 def test_every_template_field_reaches_the_rayjob_unchanged(ctx):
     """RayCronJobs whose jobTemplates set every field a RayJob can carry (its submitter's Pod template and config,
