@@ -90,40 +90,6 @@ def test_secret_token_decodes_auth_token():
     assert ray.auth_headers("s3cret") == {"X-Ray-Authorization": "Bearer s3cret"}
 
 
-class FakeApi:
-    """An ApiClient stand-in recording the headers of each call_api."""
-
-    class configuration:
-        host = "https://apiserver"
-
-    def __init__(self):
-        self.calls = []
-
-    def update_params_for_auth(self, headers, queries, auth, url, method, body):
-        headers["authorization"] = "Bearer k8s"
-
-    def call_api(self, method, url, header_params=None, body=None, _request_timeout=None):
-        self.calls.append((method, url, dict(header_params)))
-
-        class R:
-            status, data = 200, b"{}"
-
-            def read(self):
-                pass
-
-        return R()
-
-
-def test_proxy_get_sends_extra_headers_beside_the_apiservers_credential():
-    api = FakeApi()
-    assert ray.proxy_get(api, "ns", "svc", "dashboard", "nodes", headers=ray.auth_headers("t")) == (200, "{}")
-    method, url, headers = api.calls[0]
-    assert url == "https://apiserver/api/v1/namespaces/ns/services/svc:dashboard/proxy/nodes"
-    assert headers["X-Ray-Authorization"] == "Bearer t" and headers["authorization"] == "Bearer k8s"
-    ray.proxy_get(api, "ns", "svc", "dashboard", "nodes")
-    assert "X-Ray-Authorization" not in api.calls[1][2]
-
-
 HEADED = {"kind": "RayCluster", "metadata": {"name": "auth"}, "status": {"head": {"serviceName": "auth-head-svc"}}}
 
 
