@@ -9,11 +9,12 @@ selected profile's operator, and the Gateway implementation only when a test ins
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import time
 from pathlib import Path
+
+from filelock import FileLock
 
 from .progress import Step, last_seconds, say
 
@@ -37,8 +38,7 @@ def ensure(component: str, version: str, marker: str, env: dict[str, str] | None
     log = CACHE / "logs" / f"build-{component}-{version}.log"
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log.with_suffix(".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with FileLock(log.with_suffix(".lock")):
             if not (directory / marker).exists():
                 _build(component, version, directory / marker, log, env or {})
     except OSError as e:

@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
             phases = ", ".join(f"{k} {v}s" for k, v in r.phases.items())
             print(f"test bed '{bed.defn.name}' up in {r.seconds}s ({phases})")
             print(f"export KUBECONFIG={r.kubeconfig}")
-            bed._lock_fd = None  # keep running after this process exits; `down` cleans up
+            bed._held = None  # keep running after this process exits; `down` cleans up
         elif a.command == "down":
             t = time.monotonic()
             bed.down()

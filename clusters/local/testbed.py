@@ -4,16 +4,18 @@
     -> CoreDNS -> node agent (Nodes Ready) -> kube-proxy
 
 Teardown is idempotent and runs before every bring-up, so a crashed earlier run never poisons the next.
-Only one test bed runs on a machine at a time (fixed ports and addresses); a lock file enforces it.
+Only one test bed runs on a machine at a time (fixed ports and addresses); a lock file (a filelock.FileLock)
+enforces it.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from . import controlplane, network, procs, section
 from ..definition import ClusterDefinition
@@ -36,31 +38,27 @@ class TestBed:
     def __init__(self, defn: ClusterDefinition):
         self.defn = section.of(defn)  # a one-line error for another provider's definition
         self.state = state_dir(defn.name)
-        self._lock_fd: int | None = None
+        self._held: FileLock | None = None
 
     @property
     def kubeconfig(self) -> Path:
         return self.state / "admin.kubeconfig"
 
-    def _lock(self) -> None:
+    def _lock(self, wait: float | None = None) -> None:
+        """Take the machine-wide test-bed lock, waiting up to `wait` seconds (RAYCONF_LOCK_WAIT, else 0)."""
         if TestBed._holder is not None and TestBed._holder is not self:
             raise controlplane.ControlPlaneError(
                 f"this process already runs test bed '{TestBed._holder.defn.name}'; take it down first")
         LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + float(os.environ.get("RAYCONF_LOCK_WAIT", "0"))
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise controlplane.ControlPlaneError(
-                        f"another local test bed is running on this machine (lock {LOCK_FILE} is held); "
-                        "wait for it to finish (or set RAYCONF_LOCK_WAIT=<seconds>)") from None
-                time.sleep(1)
-        self._lock_fd = fd
+        wait = float(os.environ.get("RAYCONF_LOCK_WAIT", "0")) if wait is None else wait
+        lock = FileLock(LOCK_FILE, thread_local=False)  # down() may run in another thread than up()
+        try:
+            lock.acquire(timeout=wait, poll_interval=1)
+        except Timeout:
+            raise controlplane.ControlPlaneError(
+                f"another local test bed is running on this machine (lock {LOCK_FILE} is held); "
+                "wait for it to finish (or set RAYCONF_LOCK_WAIT=<seconds>)") from None
+        self._held = lock
         TestBed._holder = self
 
     def up(self, nodes: bool = True) -> BringUp:
@@ -103,16 +101,8 @@ class TestBed:
         Refuses (ControlPlaneError) while another process holds the test-bed lock: never tear down a test bed
         somebody else is using. A crashed run's lock is free, so its leftovers are cleaned.
         """
-        if self._lock_fd is None:
-            saved = os.environ.get("RAYCONF_LOCK_WAIT")
-            os.environ["RAYCONF_LOCK_WAIT"] = "0"
-            try:
-                self._lock()
-            finally:
-                if saved is None:
-                    os.environ.pop("RAYCONF_LOCK_WAIT")
-                else:
-                    os.environ["RAYCONF_LOCK_WAIT"] = saved
+        if self._held is None:
+            self._lock(wait=0)
         from . import nodes as node_side, proxy
 
         # one test bed per machine: whatever definition a crashed run used, its leftovers go too
@@ -125,7 +115,7 @@ class TestBed:
         network.down()
         for state in states:
             shutil.rmtree(state, ignore_errors=True)
-        if unlock and self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if unlock and self._held is not None:
+            self._held.release()
+            self._held = None
             TestBed._holder = None

@@ -17,7 +17,6 @@ between retries.
 """
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import re
@@ -28,6 +27,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from filelock import FileLock
 
 from ..section import LocalSection
 from ...toolcache import CACHE
@@ -126,8 +127,7 @@ def ensure_ray_venv(version: str, python: str | None = None) -> Path:
     """Create the Ray virtualenv for `version` if missing (concurrent-safe: a file lock per version)."""
     venv = VENVS / f"ray-{version}"
     VENVS.mkdir(parents=True, exist_ok=True)
-    with open(VENVS / f".ray-{version}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(VENVS / f".ray-{version}.lock"):  # ray-venv.sh takes the same lock with flock(1)
         if venv_ready(version):
             return venv
         if venv.exists():
