@@ -1,5 +1,5 @@
 """`python -m rayconformance results RUN`: a run summarized from what it left, its directory or its archive
-(reports/<run-id>.tar.gz) as downloaded: who and what was tested, the result per resource and level and each feature's
+(reports/<run-id>.tar.gz) as downloaded: who and what was tested, how to run it again, the result per resource and level and each feature's
 verdict (tests of unsupported features counted apart, counting.py: a report counted by an earlier statistics scheme
 also says what it stated), the failures with their messages, the field coverage totals, and where the diagnostics are.
 """
@@ -52,6 +52,11 @@ def header(report: dict) -> list[str]:
     if report.get("shards"):
         lines.append("shards: " + ", ".join(f"{s['runId']} ({s.get('shard', '?')} on {s['provider']} {s['cluster']}, "
                                              f"{s['tests']} tests)" for s in report["shards"]))
+    recorded = (report.get("reproduce") or {}).get("command")
+    lines.append(f"reproduce: {recorded}" + (f" (make {report['reproduce']['make']})"
+                                             if report["reproduce"].get("make") else "") if recorded
+                 else "reproduce: not recorded (a report made before); `python -m rayconformance reproduce RUN` "
+                      "derives it")
     return lines
 
 

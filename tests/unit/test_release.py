@@ -84,3 +84,9 @@ def test_a_version_naming_no_release_or_commit_says_so(repo):
     assert release.describe("0.9.0", repo) == "suite release v0.9.0 (its tag is not in this clone)"
     assert release.suite_commit("0.9.0", repo) is None
     assert release.describe("0+unknown", repo) == "suite '0+unknown': no release and no commit"
+
+
+def test_the_release_commands_work_on_the_checkout_itself():
+    """`make release` reads the checkout's CHANGELOG.md and pyproject.toml (not the package folder's, which has
+    neither): release.ROOT is the checkout."""
+    assert (release.ROOT / "CHANGELOG.md").is_file() and (release.ROOT / "pyproject.toml").is_file(), release.ROOT

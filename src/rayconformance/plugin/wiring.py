@@ -24,7 +24,7 @@ from rayconformance.fixtures.context import MARKER_HELP as SAMPLES_MARKER_HELP
 from rayconformance.report import field_coverage as field_show
 from rayconformance.report.failures import Failures
 from rayconformance.report.results import HtmlColumns, Results
-from rayconformance.run import foreign, options, signals, workers
+from rayconformance.run import foreign, options, recipe, signals, workers
 from rayconformance.run.bringup import BringUp
 from rayconformance.run.environment import Session
 from rayconformance.run.finish import Finish
@@ -86,6 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[workers.CHOICE] = choice
             run.results.scheduling = choice.to_report(run.options.order)
             run.results.narrowed_by = narrowed_by(config, run.options)
+            run.results.reproduce = recipe.section(config, run.options)
             plugins |= {"results": run.results, "finish": Finish(run), "progress": Progress(config, history),
                         "stopped-workers": StoppedWorkers(), "field-coverage": run.fields}
             if config.pluginmanager.hasplugin("html"):

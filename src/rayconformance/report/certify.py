@@ -9,7 +9,7 @@ that suite's profiles/; the results checksum (no outcome edited after the run: a
 statistic the report states agrees with its test list, counted by the report's statistics scheme (tallies.py,
 counting.py: an outcome edited and re-checksummed leaves them behind); the implementation block filled; every
 claimed feature tested, none skipped or failed; and every Core test of each resource the operator claims features
-of ran and passed. Each problem is one line. A gate's run (verify --gate) is checked without the claims:
+of ran and passed; first of all, a signature the run has (signing.py). Each problem is one line. A gate's run (verify --gate) is checked without the claims:
 gate_findings.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ import yaml
 
 from rayconformance import features
 
-from . import counting, tallies
+from . import counting, signing, tallies
 from .results import FILENAME, SCHEMA
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout
@@ -116,10 +116,14 @@ def certification(tests: list[dict], profile_path: Path | None, suite: dict | No
             **({"profileDigest": ident["profileDigest"]} if "profileDigest" in ident else {})}
 
 
-def verify(run_dir: Path, root: Path = ROOT, claims: bool = True) -> list[str]:
+def verify(run_dir: Path, root: Path = ROOT, claims: bool = True, key=None, key_name: str = "--key") -> list[str]:
     """The problems of the report in `run_dir`, one line each; empty when it verifies. Without `claims`, only that
-    the report is intact and made by this suite (a gate's check: gate_findings)."""
+    the report is intact and made by this suite (a gate's check: gate_findings). A signature (signing.py) is checked
+    first: by `key` (an Ed25519 public key, named `key_name`) when given, else by the key it names when there is
+    one; a broken one is the only problem named."""
     path = run_dir / FILENAME
+    if (run_dir / FILENAME).is_file() and (signed := signing.problem(run_dir, key, key_name)):
+        return [signed]
     try:
         report = yaml.safe_load(path.read_text())
     except OSError:

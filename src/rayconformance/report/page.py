@@ -4,7 +4,7 @@ merge.py both write it), rendered from `conformance-report.yaml` and each failur
 The page says who and what was tested (implementation, operator, cluster, suite, selection, shards), the result per
 resource and level counted as counting.py does (tests of unsupported features apart from skips; a report counted by
 an earlier statistics scheme says what it stated), each feature's verdict, the failures with their messages,
-tracebacks and diagnostics, every test with its behavior and traffic plot, and the field coverage.
+tracebacks and diagnostics, every test with its behavior and traffic plot, the field coverage, and how to reproduce the run (its command).
 """
 from __future__ import annotations
 
@@ -104,6 +104,24 @@ def facts(report: dict) -> str:
         "</table>"
 
 
+def reproduce(report: dict) -> str:
+    """The Reproduce section: the run's command and what decides what ran (run/recipe.py), and the command that
+    runs it again."""
+    section = report.get("reproduce")
+    again = f"python -m rayconformance reproduce reports/{report.get('runId')}"
+    if not section:
+        return (f"<h2>Reproduce</h2><p>Not recorded: the report was made before runs recorded it. <code>{esc(again)}"
+                "</code> derives the command from the report (profile, cluster, Ray version, selection).</p>")
+    rows = [(k, section[k]) for k in ("command", "make", "suiteVersion", "suiteCommit", "operatorProfile",
+                                      "operatorTree", "operatorTreeCommit", "provider", "cluster", "rayVersion",
+                                      "workers", "timeoutScale", "mode", "shardsMerged") if section.get(k) is not None]
+    rows += [(f"selection: {k}", ", ".join(v) if isinstance(v, list) else v)
+             for k, v in (section.get("selection") or {}).items()]
+    return ("<h2>Reproduce</h2><table class='facts'>" + "".join(f"<tr><th>{esc(k)}</th><td><code>{esc(v)}</code>"
+                                                               "</td></tr>" for k, v in rows)
+            + f"</table><p>Run it again with this suite and compare the verdicts: <code>{esc(again)}</code></p>")
+
+
 def cell(st: dict) -> str:
     counts = ", ".join(f"{n} {k}" for k, n in st["statistics"].items() if n) or "no tests"
     return f"<td class='{esc(st['result'])}'><b>{esc(st['result'])}</b> ({esc(counts)})</td>"
@@ -194,7 +212,7 @@ def render(report: dict, junit: Path | None = None) -> str:
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title><style>{STYLE}</style>"
             f"</head><body><h1>{esc(title)}</h1>{facts(report)}{results(report)}{feature_table(report)}"
             f"{failures(report, failure_texts(junit))}{tests_section(report)}"
-            f"{field_show.html_table(report.get(field_show.SECTION))}</body></html>\n")
+            f"{field_show.html_table(report.get(field_show.SECTION))}{reproduce(report)}</body></html>\n")
 
 
 def write(run_dir: Path, report: dict) -> Path:

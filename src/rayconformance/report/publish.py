@@ -1,8 +1,8 @@
 """Published results: `reports/published/<project>/<version>/`, one verified run per operator release.
 
 `publish(run_dir)` verifies a run against this checkout and against the suite commit it names (a run of uncommitted
-tests or samples could not be checked later), and copies its report files under the implementation's project and
-version read from the report. `check_published()` verifies every published run as CI does
+tests or samples could not be checked later), and copies its report files (and its signature) under the
+implementation's project and version read from the report; `publish --sign-key KEY` signs the copy (signing.py). `check_published()` verifies every published run as CI does
 (`make verify-published`, and a unit test in `make test`): the directory must be the one the report names, and the
 report must verify against the suite that made it, which is this checkout when the suite digests match and
 otherwise the commit its `suiteVersion` names (`<version>+g<commit>`, or a release's tag `v<version>`: release.py),
@@ -21,11 +21,11 @@ from pathlib import Path
 
 import yaml
 
-from rayconformance.report import certify, release
+from rayconformance.report import certify, release, signing
 from rayconformance.report.results import FILENAME
 
 PUBLISHED = certify.ROOT / "reports" / "published"
-FILES = (FILENAME, "report.html", "junit.xml")  # what a published run holds; the report is required
+FILES = (FILENAME, signing.SIGNATURE, "report.html", "junit.xml")  # what a published run holds; the report is required
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,62}$")  # a project or version as one path component
 
 
@@ -68,8 +68,14 @@ def place(report: dict) -> tuple[str, str]:
     return out[0], out[1]
 
 
-def publish(run_dir: Path, published: Path | None = None, replace: bool = False) -> Path:
-    """Copy a verified run to `published/<project>/<version>/`; returns that directory."""
+def publish(run_dir: Path, published: Path | None = None, replace: bool = False,
+            sign_key: Path | None = None) -> Path:
+    """Copy a verified run to `published/<project>/<version>/`; returns that directory. With `sign_key` (a PEM
+    Ed25519 private key) the published copy is signed by it (signing.py), in place of any signature the run had."""
+    try:
+        key = signing.load_private(sign_key) if sign_key else None
+    except signing.SigningError as e:
+        raise PublishError(str(e)) from None
     problems = certify.verify(run_dir)
     if problems:
         more = (f" (and {len(problems) - 1} more: `python -m rayconformance verify {run_dir}` lists them)"
@@ -88,8 +94,10 @@ def publish(run_dir: Path, published: Path | None = None, replace: bool = False)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     for name in FILES:
-        if (run_dir / name).is_file():
+        if (run_dir / name).is_file() and not (key and name == signing.SIGNATURE):
             shutil.copy2(run_dir / name, staging / name)
+    if key:
+        signing.sign(staging, key)
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     return target

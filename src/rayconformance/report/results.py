@@ -62,6 +62,7 @@ class Results:
     started: float = field(default_factory=time.time)  # epoch seconds: the run's wall clock starts here
     scheduling: dict = field(default_factory=dict)  # the workers and the order (src/rayconformance/run/workers.py)
     narrowed_by: list[str] = field(default_factory=list)  # what selected less than the claims (selection.py)
+    reproduce: dict = field(default_factory=dict)  # how to run it again (src/rayconformance/run/recipe.py)
 
     def pytest_runtest_logreport(self, report) -> None:
         props = report.user_properties
@@ -173,6 +174,7 @@ def build(results: Results, options, env, suite_version: str) -> dict:
         "selection": {"full": not results.narrowed_by, "narrowedBy": results.narrowed_by,
                       **({"shard": {"index": options.shard[0], "count": options.shard[1]}}
                          if getattr(options, "shard", None) else {})},
+        **({"reproduce": results.reproduce} if results.reproduce else {}),
         counting.RESOURCES_KEY: counting.resource_reports(tests, options.supported),
         "tests": rows,
     }

@@ -1,8 +1,8 @@
-"""The end of a run (controller only): the report, its page (report_page.py) and the run's archive (archive.py) are
-written and the environment torn down once pytest's own fixture finalizers have used the cluster, even when Ctrl-C
-is pressed again while they run; then the terminal summary names the report, every failed feature and the run's
-warnings, and the run's last lines are the result table per resource and the paths of the archive and of the HTML and
-YAML reports (summary.py).
+"""The end of a run (controller only): the report, its page (report_page.py), with --sign-key its signature
+(signing.py) and the run's archive (archive.py) are written and the environment torn down once pytest's own fixture
+finalizers have used the cluster, even when Ctrl-C is pressed again while they run; then the terminal summary names
+the report, every failed feature and the run's warnings, and the run's last lines are the result table per resource
+and the paths of the archive and of the HTML and YAML reports (summary.py).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from rayconformance.fieldcov import coverage as field_coverage
 from rayconformance.fixtures.waiting import Timeouts
-from rayconformance.report import archive, baseline, certify, results as report, page as report_page, summary
+from rayconformance.report import archive, baseline, certify, results as report, page as report_page, signing, summary
 from rayconformance.report import field_coverage as field_show
 
 from .state import Run
@@ -57,14 +57,16 @@ class Finish:
                 run.session.tear_down(Timeouts.scaled(run.options.timeout_scale).medium)
 
     def write_page_and_archive(self) -> None:
-        """report.html from the report (junit.xml is written by now), then the run's archive; a failure to write
-        either is a warning, the report stands."""
-        run_dir = self.run.options.run_dir
+        """report.html from the report (junit.xml is written by now), with --sign-key the signature over them, then
+        the run's archive; a failure to write any is a warning, the report stands."""
+        run_dir, key = self.run.options.run_dir, self.run.options.sign_key
         try:
             report_page.write(run_dir, self.run.report)
+            if key:
+                signing.sign(run_dir, signing.load_private(key))
             self.archive_path = archive.write(run_dir)
-        except OSError as e:
-            self.run.session.warnings.append(f"could not write the run's page or archive: {e}")
+        except (OSError, signing.SigningError) as e:
+            self.run.session.warnings.append(f"could not write the run's page, signature or archive: {e}")
 
     def apply_fail_on(self, session: pytest.Session) -> None:
         """With --fail-on regression, failures that are not regressions do not fail the run."""

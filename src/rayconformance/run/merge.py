@@ -87,6 +87,7 @@ def merge_dirs(run_dirs: list[Path], out: Path, given: list[Path]) -> Path:
                                                                 scheme=counting.scheme_of(first)),
               "tests": rows,
               "selection": merged_selection(shards),
+              **({"reproduce": merged_recipe(first["reproduce"], len(shards))} if first.get("reproduce") else {}),
               "shards": [{"runId": s["runId"], "shard": f"{k}/{n}", "cluster": s["cluster"]["name"],
                           "provider": s["cluster"]["provider"], "wallSeconds": s.get("wallSeconds"),
                           "tests": len(s["tests"])} for s, (k, n) in zip(shards, which)],
@@ -142,6 +143,13 @@ def merged_selection(shards: list[dict]) -> dict:
     """The shards together narrow what any of them narrowed but --shard (merge refuses a partial set of shards)."""
     narrowed = sorted({n for s in shards for n in s["selection"]["narrowedBy"] if n != "--shard"})
     return {"full": not narrowed, "narrowedBy": narrowed}
+
+
+def merged_recipe(recipe: dict, count: int) -> dict:
+    """The first shard's `reproduce` section for the merged run: its selection without the split (every shard's
+    tests together), and how many shards were merged (its `command` stays that shard's)."""
+    selection = {k: v for k, v in (recipe.get("selection") or {}).items() if k not in ("shard", "durationsFrom")}
+    return {**recipe, "selection": selection, "shardsMerged": count}
 
 
 def _get(obj: dict, dotted: str):

@@ -20,7 +20,7 @@ import yaml
 from rayconformance import features, providers
 from rayconformance.clusters.definition import ClusterDefinition
 from rayconformance.operator import profiles
-from rayconformance.report import baseline
+from rayconformance.report import baseline, signing
 
 from . import ray_versions, shards
 
@@ -81,6 +81,8 @@ OPTS = (
     Opt("report-url", "str", None, "override the profile's implementation.url"),
     Opt("report-version", "str", None, "override the profile's implementation.version"),
     Opt("report-contact", "list", None, "override the profile's implementation.contact (comma list)"),
+    Opt("sign-key", "str", None, "sign the run's report with this Ed25519 private key (PEM; `python -m "
+                                 "rayconformance keygen DIR` makes one): conformance-report.yaml.sig beside it"),
 )
 WORKER_RUN_DIR = "rayconformance_run_dir"  # keys in xdist's workerinput
 WORKER_CLUSTER = "rayconformance_cluster"  # the provider and resolved definition, as JSON
@@ -140,6 +142,7 @@ class Options:
     attach_kubeconfig: Path | None = None  # a cluster already up, used and left up
     provider_reason: str = ""  # why this provider: the option that named it, or what the machine offers
     durations_from: str | None = None  # the report `durations` come from
+    sign_key: Path | None = None  # --sign-key, checked to be a usable key (the controller's; None in xdist workers)
 
     @property
     def order(self) -> str:
@@ -263,6 +266,18 @@ def check_attach(value: str | None, provider: str, base: Path) -> Path | None:
     return path
 
 
+def check_sign_key(value: str | None, base: Path, workerinput: dict | None) -> Path | None:
+    """--sign-key as a path, once its key loads (before anything is built); xdist workers sign nothing."""
+    if value is None or workerinput:
+        return None
+    path = base / value
+    try:
+        signing.load_private(path)
+    except signing.SigningError as e:
+        raise pytest.UsageError(str(e)) from None
+    return path
+
+
 def durations_source(v: dict, report_dir: Path, workerinput: dict | None) -> str | None:
     """--durations-from, else --baseline, else (unsharded: every shard must read the same one) the earlier report
     `shards.earlier_report` picks in the report directory, else the profile's published run; an xdist worker takes
@@ -293,6 +308,7 @@ def load(config: pytest.Config) -> Options:
         v["provider"], why = providers.default_provider()
     provider, definition = resolve_cluster(v, workerinput)
     attach = check_attach(v["attach-kubeconfig"], provider, config.invocation_params.dir)
+    sign_key = check_sign_key(v["sign-key"], config.invocation_params.dir, workerinput)
     for name in ("supported-features", "exempt-features"):
         if bad := features.unknown(v[name] or ()):
             raise pytest.UsageError(features.unknown_message(bad, f"--{name}"))
@@ -348,6 +364,6 @@ def load(config: pytest.Config) -> Options:
         durations=shards.durations(durations_from), report_dir=report_dir, run_id=run_id,
         keep_resources=v["keep-resources"], mode=v["mode"], implementation=implementation, ray_version=ray_version,
         operator_tree=operator_tree, provider_factory=config.getoption(dest(PROVIDER_FACTORY)), attach_kubeconfig=attach,
-        provider_reason=why, durations_from=durations_from,
+        provider_reason=why, durations_from=durations_from, sign_key=sign_key,
     )
 
