@@ -8,6 +8,7 @@ import shlex
 
 import yaml
 
+from rayconformance import results
 from rayconformance.__main__ import main
 from rayconformance.report import certify, page, reproduce
 from rayconformance.run import merge, recipe
@@ -48,6 +49,7 @@ def test_a_run_records_its_command_and_selection_and_its_page_shows_them(suite):
     assert certify.schema_problems(report) == []
     html = (suite.run_dir / "report.html").read_text()
     assert "<h2>Reproduce</h2>" in html and "provisioning or suspend" in html
+    assert f"reproduce: {section['command']}" in results.text(suite.run_dir).splitlines()
 
 
 def test_dry_run_prints_the_command_of_the_recorded_selection_and_runs_nothing(suite, tmp_path, capsys):
