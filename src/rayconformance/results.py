@@ -1,7 +1,8 @@
 """`python -m rayconformance results RUN`: a run summarized from what it left, its directory or its archive
-(reports/<run-id>.tar.gz) as downloaded: who and what was tested, how to run it again, the result per resource and level and each feature's
-verdict (tests of unsupported features counted apart, counting.py: a report counted by an earlier statistics scheme
-also says what it stated), the failures with their messages, the field coverage totals, and where the diagnostics are.
+(reports/<run-id>.tar.gz) as downloaded: who and what was tested, how to run it again, the result per resource and
+level and each feature's verdict (tests of unsupported features counted apart, counting.py: a report counted by an
+earlier statistics scheme also says what it stated), the failures with their messages, the field coverage totals, and
+where the diagnostics are.
 """
 from __future__ import annotations
 

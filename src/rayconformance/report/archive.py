@@ -1,10 +1,11 @@
 """One portable results archive per run: `reports/<run-id>.tar.gz` beside the run directory, written by every run
 (finish.py) and by `merge`, read back by `verify` and `results` as a run directory.
 
-It holds `<run-id>/` with the report (YAML), its signature if the run was signed (signing.py), report.html, junit.xml, the CPU account if any, the diagnostics of the
-tests that have them and the test bed's logs; nothing else of the run directory (its kubeconfig, the operator's
-rendered install, the run's own bookkeeping). Diagnostics are written with Secret values redacted
-(diagnostics.py); the archive redacts again any Secret value a YAML file in them still holds.
+It holds `<run-id>/` with the report (YAML), its signature if the run was signed (signing.py), report.html,
+junit.xml, the CPU account if any, the diagnostics of the tests that have them and the test bed's logs; nothing else
+of the run directory (its kubeconfig, the operator's rendered install, the run's own bookkeeping). Diagnostics are
+written with Secret values redacted (diagnostics.py); the archive redacts again any Secret value a YAML file in them
+still holds.
 """
 from __future__ import annotations
 

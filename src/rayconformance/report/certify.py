@@ -1,16 +1,16 @@
 """What makes a report checkable: digests of what ran, recorded in the report, and `verify`.
 
-A report records the suite's digest (everything that decides a verdict: the conformance tests, the samples, and
-the framework code they run, fixtures/, src/ and clusters/; `SCHEMES`), the digest of the operator profile that ran, and
+A report records the suite's digest (everything that decides a verdict: the conformance tests, the samples, and the
+framework code they run, fixtures/, src/ and clusters/; `SCHEMES`), the digest of the operator profile that ran, and
 a checksum of its results (each test's name, features and outcome). `verify` checks a submitted report directory
-against a suite (this checkout, or the files of an earlier suite commit, `root`): the schema; the suite digest,
-by the digest scheme the report names (the same suite ran); the profile digest, when the profile it names is in
-that suite's profiles/; the results checksum (no outcome edited after the run: a checksum, not a signature); every
+against a suite (this checkout, or the files of an earlier suite commit, `root`): the schema; the suite digest, by
+the digest scheme the report names (the same suite ran); the profile digest, when the profile it names is in that
+suite's profiles/; the results checksum (no outcome edited after the run: a checksum, not a signature); every
 statistic the report states agrees with its test list, counted by the report's statistics scheme (tallies.py,
-counting.py: an outcome edited and re-checksummed leaves them behind); the implementation block filled; every
-claimed feature tested, none skipped or failed; and every Core test of each resource the operator claims features
-of ran and passed; first of all, a signature the run has (signing.py). Each problem is one line. A gate's run (verify --gate) is checked without the claims:
-gate_findings.
+counting.py: an outcome edited and re-checksummed leaves them behind); the implementation block filled; every claimed
+feature tested, none skipped or failed; and every Core test of each resource the operator claims features of ran and
+passed; first of all, a signature the run has (signing.py). Each problem is one line. A gate's run (verify --gate) is
+checked without the claims: gate_findings.
 """
 from __future__ import annotations
 

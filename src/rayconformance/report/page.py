@@ -4,7 +4,8 @@ merge.py both write it), rendered from `conformance-report.yaml` and each failur
 The page says who and what was tested (implementation, operator, cluster, suite, selection, shards), the result per
 resource and level counted as counting.py does (tests of unsupported features apart from skips; a report counted by
 an earlier statistics scheme says what it stated), each feature's verdict, the failures with their messages,
-tracebacks and diagnostics, every test with its behavior and traffic plot, the field coverage, and how to reproduce the run (its command).
+tracebacks and diagnostics, every test with its behavior and traffic plot, the field coverage, and how to reproduce
+the run (its command).
 """
 from __future__ import annotations
 

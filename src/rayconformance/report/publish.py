@@ -2,12 +2,13 @@
 
 `publish(run_dir)` verifies a run against this checkout and against the suite commit it names (a run of uncommitted
 tests or samples could not be checked later), and copies its report files (and its signature) under the
-implementation's project and version read from the report; `publish --sign-key KEY` signs the copy (signing.py). `check_published()` verifies every published run as CI does
-(`make verify-published`, and a unit test in `make test`): the directory must be the one the report names, and the
-report must verify against the suite that made it, which is this checkout when the suite digests match and
-otherwise the commit its `suiteVersion` names (`<version>+g<commit>`, or a release's tag `v<version>`: release.py),
-read from git: the files its digest scheme covers, the profiles, and that commit's feature list (which sorts the
-report's statistics) and certify.py (which says the digest scheme its runs record). Each problem is one line.
+implementation's project and version read from the report; `publish --sign-key KEY` signs the copy (signing.py).
+`check_published()` verifies every published run as CI does (`make verify-published`, and a unit test in
+`make test`): the directory must be the one the report names, and the report must verify against the suite that made it,
+which is this checkout when the suite digests match and otherwise the commit its `suiteVersion` names
+(`<version>+g<commit>`, or a release's tag `v<version>`: release.py), read from git: the files its digest scheme
+covers, the profiles, and that commit's feature list (which sorts the report's statistics) and certify.py (which says
+the digest scheme its runs record). Each problem is one line.
 """
 from __future__ import annotations
 

@@ -52,7 +52,8 @@ def derived(report: dict) -> tuple[dict, list[str]]:
     narrowed = [n for n in sel.get("narrowedBy") or [] if n != claimed_by]
     section = {"operatorProfile": op.get("profile"), "provider": cl.get("provider"),
                "cluster": cl.get("name") if cl.get("provider") != "existing" else None,
-               "rayVersion": op.get("rayVersion"), "mode": report.get("mode") if report.get("mode") != "default" else None,
+               "rayVersion": op.get("rayVersion"),
+               "mode": report.get("mode") if report.get("mode") != "default" else None,
                "suiteVersion": report.get("suiteVersion"),
                "suiteCommit": release.suite_commit(str(report.get("suiteVersion") or ""))}
     scheduling = report.get("scheduling") or {}
