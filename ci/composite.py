@@ -166,10 +166,11 @@ class Unknown(dict):
 class ScriptRunner:
     """Runs `run:` steps as a runner does: the script in a file, fresh GITHUB_OUTPUT/GITHUB_ENV/GITHUB_PATH files,
     read back after it. `state` is where the files go; `popen` adds subprocess options (another user, say) and
-    `prepare_file` is called on every file the step must be able to use."""
+    `prepare_file` is called on every file the step must be able to use; with `log`, the steps' output is copied there
+    as well as shown."""
 
     def __init__(self, state: Path, popen: dict | None = None, prepare_file: Callable[[Path], None] = lambda p: None,
-                 log=None):
+                 log: Path | None = None):
         self.state, self.popen, self.prepare_file, self.log = Path(state), popen or {}, prepare_file, log
 
     def run_step(self, step: Step, argv: list[str], script: str, cwd: str, env: dict[str, str]) -> tuple[int, StepIO]:
@@ -184,8 +185,15 @@ class ScriptRunner:
             self.prepare_file(path)
         env = {**env, **{k: str(v) for k, v in files.items() if k != "script"}}
         argv = [str(files["script"]) if a == "{0}" else a for a in argv]
-        rc = subprocess.run(argv, cwd=cwd, env=env, stdout=self.log, stderr=subprocess.STDOUT if self.log else None,
-                            **self.popen).returncode
+        with subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE if self.log else None,
+                              stderr=subprocess.STDOUT if self.log else None, **self.popen) as proc:
+            if self.log:  # the step's output to the terminal and the job's log, as it comes
+                with open(self.log, "ab") as log:
+                    for line in proc.stdout:
+                        sys.stdout.buffer.write(line)
+                        sys.stdout.flush()
+                        log.write(line)
+        rc = proc.returncode
         io = StepIO(parse_commands_file(files["GITHUB_OUTPUT"].read_text(), "GITHUB_OUTPUT"),
                     parse_commands_file(files["GITHUB_ENV"].read_text(), "GITHUB_ENV"),
                     [ln.strip() for ln in files["GITHUB_PATH"].read_text().splitlines() if ln.strip()])

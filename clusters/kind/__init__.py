@@ -32,6 +32,13 @@ def engine_env() -> str:
     return f"DOCKER_HOST=unix://{ENGINE_SOCKET}"
 
 
+def names_engine(docker_host: str) -> bool:
+    """Whether DOCKER_HOST names the project's engine by its socket (a user given that socket, as the hosted-runner
+    simulation gives it to its runner's user): its containers are reached only at its own address, whoever started it."""
+    return docker_host.startswith("unix://") and \
+        os.path.realpath(docker_host.removeprefix("unix://")) == os.path.realpath(ENGINE_SOCKET)
+
+
 def api_server_port(cluster: str) -> int:
     """The API server's port on the engine's address for a kind cluster: fixed per cluster name (kind picks a
     random free port only on addresses of the host itself), in 16443-17442."""

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -134,3 +136,23 @@ data:
     helper = yaml.safe_load(cm["data"]["helperPod.yaml"])["spec"]["containers"][0]
     assert (helper["image"], helper["imagePullPolicy"]) == ("offline/helper:1", "IfNotPresent")
     assert json.loads(cm["data"]["config.json"])["nodePathMap"][0]["paths"] == ["/var/local-path-provisioner"]
+
+
+def test_the_operator_image_builds_without_root_and_the_debian_images_say_they_need_it(tmp_path):
+    """A CI runner's user (not root) makes its operator tree build's image; the Debian-based images need root."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "id").write_text('#!/bin/sh\n[ "$1" = -u ] && { echo 1001; exit 0; }\nexec /usr/bin/id "$@"\n')
+    (fake / "id").chmod(0o755)
+    cache = tmp_path / "cache"
+    (cache / "kuberay-tree-abc" / "bin").mkdir(parents=True)
+    (cache / "kuberay-tree-abc" / "bin" / "ray-operator").write_text("#!/bin/sh\n")
+    (cache / "kuberay-tree-abc" / "bin" / "ray-operator").chmod(0o755)
+    env = {"PATH": f"{fake}:{os.environ['PATH']}", "RAYCONF_CACHE": str(cache), "KUBERAY_IMAGE_TAGS": "tree-abc"}
+    script = REPO / "clusters" / "kind" / "build-app-images.sh"
+    r = subprocess.run(["bash", str(script), "kuberay"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    index = (cache / "kind-images" / "index.tsv").read_text()
+    assert index == f"quay.io/kuberay/operator:tree-abc\t{cache}/kind-images/kuberay-operator-tree-abc.tar\n"
+    r = subprocess.run(["bash", str(script), "ray"], capture_output=True, text=True, env=env)
+    assert (r.returncode, r.stderr) == (2, "build-app-images: image ray needs root (debootstrap, chroot)\n")

@@ -323,6 +323,21 @@ def test_a_running_project_engine_is_used_and_left_running(tmp_path):
     assert f"{ENGINE} docker load -i {tmp_path / 'node.tar'}" not in r.lines()  # already in the engine
 
 
+def test_the_project_engine_given_by_its_socket_is_used_as_the_projects_and_left_running(tmp_path, monkeypatch):
+    """A user whose DOCKER_HOST is the engine's socket (the hosted-runner simulation's runner) talks to it as to its
+    own Docker, but the engine's containers are reached at its own address and it pulls nothing."""
+    monkeypatch.setenv("DOCKER_HOST", kindtools.engine_env().split("=", 1)[1])
+    r = Runner(daemon=True, engine=True)
+    p, _ = provider("kind-cpu", tmp_path, r, node_image=(NODE_TAG, tmp_path / "node.tar"),
+                    archives={i: tmp_path / "x.tar" for i in IMAGES})
+    cluster = p.up()
+    p.down()
+    net = yaml.safe_load((tmp_path / "kind-config.yaml").read_text())["networking"]
+    assert net["apiServerAddress"] == kindtools.ENGINE_API_ADDRESS and cluster.extra["engine"] == "project"
+    assert ENGINE_UP not in r.lines() and ENGINE_DOWN not in r.lines()
+    assert not kindtools.names_engine("unix:///var/run/docker.sock") and not kindtools.names_engine("tcp://x:2375")
+
+
 def test_the_project_engine_needs_the_offline_node_image(tmp_path):
     r = Runner(daemon=False)
     with pytest.raises(ProviderError) as e:
