@@ -20,7 +20,8 @@ of the local bed (etcd, Kubernetes, CoreDNS) was built, the report and its `rayc
 Not simulated: a fresh VM (Debian packages the machine has are not installed again, so install-deps may need no
 sudo), the hosted image's Docker at /var/run/docker.sock (the user reaches the engine by DOCKER_HOST, and its
 containers by the engine's own address: no default route), registries (the offline images stand in for them),
-GitHub's cache and artifact services, other actions than the five action.yml uses (one line names one).
+GitHub's cache and artifact services, other actions than the five action.yml uses (one line names one). This
+machine's network settings (CA bundles, pip's and Go's index, proxies) are passed on to the runner's user.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import argparse
 import calendar
 import os
 import pwd
+import re
 import signal
 import subprocess
 import sys
@@ -47,6 +49,9 @@ INPUTS = {"operator-profile": "kuberay-v1.7.0", "operator-tree": "operator-tree"
 TOOL_CACHE_STEP = "tool-cache"  # the action's step whose `dir` output is the runner's tool cache (action.yml)
 USES = {"actions/setup-python", "actions/setup-go", "actions/cache/restore", "actions/cache/save",
         "actions/upload-artifact"}
+# this machine's network settings, passed on to the runner's user: TLS trust (CA bundles), pip's and Go's index, proxies
+MACHINE_ENV = re.compile(r"(CA_BUNDLE|CERT_FILE|CERT_DIR|CAINFO|CA_CERTS|SSL_ROOTS_FILE_PATH|_PROXY|_proxy)$"
+                         r"|^PIP_(?!REQUIRE_VIRTUALENV)|^GO(PROXY|SUMDB|NOSUMDB|PRIVATE)$")
 BED = ("etcd", "kubernetes", "coredns", "kubenode")  # the local bed's components (kubenode: kind's kubelet build)
 
 
@@ -63,6 +68,7 @@ def build_job(user: str, inputs: dict[str, str], run_id: str) -> tuple[Layout, J
            "GITHUB_ACTION_PATH": github["action_path"], "GITHUB_RUN_ID": run_id, "GITHUB_RUN_ATTEMPT": "1",
            "RUNNER_OS": "Linux", "RUNNER_ARCH": "X64", "RUNNER_TEMP": runner["temp"],
            "RUNNER_TOOL_CACHE": runner["tool_cache"], "DOCKER_HOST": f"unix://{kindtools.ENGINE_SOCKET}"}
+    env.update({k: v for k, v in os.environ.items() if MACHINE_ENV.search(k)})
     return lay, Job(action, composite.resolve_inputs(action, inputs), github, runner, env)
 
 

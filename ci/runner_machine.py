@@ -3,7 +3,7 @@ the runner's user with passwordless sudo (a sudoers.d file) in the `docker` grou
 (`make engine-up`) with its socket given to that group, the job's directory (workspace, action path, RUNNER_TEMP, the
 sudo log shim, the runner image's kind and kubectl), a sampler of what runs in the engine, and the offline images
 offered to the runner's tool cache (its registry stand-in). `teardown()` removes everything `setup()` made: the user's
-processes (by pid), the kind clusters the job made, the engine if it started it, the sudoers file, the user and its
+processes (by pid) and files in the shared temporary directories, the kind clusters the job made, the engine if it started it, the sudoers file, the user and its
 home, the docker group and the sudo package when it added them, the job's directory.
 """
 from __future__ import annotations
@@ -99,6 +99,7 @@ class Machine:
             sh("apt-get", "install", "-y", "-qq", "--no-install-recommends", "sudo", stdout=subprocess.DEVNULL,
                env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
             self.added.append("sudo-package")
+        sh("make", "-C", ROOT, "--no-print-directory", "kind-deps")  # the engine's packages (docker.io: its group)
         if sh("getent", "group", "docker", check=False, capture_output=True).returncode != 0:
             sh("groupadd", "--system", "docker")
             self.added.append("docker-group")
@@ -119,7 +120,7 @@ class Machine:
 
     def _engine(self) -> None:
         running = sh("bash", kindtools.ENGINE_SCRIPT, "status", check=False, capture_output=True).returncode == 0
-        sh("make", "-C", ROOT, "--no-print-directory", "engine-up", stdout=subprocess.DEVNULL)
+        sh("make", "-C", ROOT, "--no-print-directory", "engine-up")
         if not running:
             self.added.append("engine")
         sock = kindtools.ENGINE_SOCKET
@@ -221,6 +222,15 @@ class Machine:
                                                           "DEBIAN_FRONTEND": "noninteractive"})}
         if "user" in self.added:
             done.append(self._kill_user_processes())
+            left = sh("find", "/tmp", "/var/tmp", "/dev/shm", "-maxdepth", "1", "-uid", RUNNER_UID, check=False,
+                      capture_output=True).stdout.split("\n")
+            left = [p for p in left if p]
+            for p in left:  # what the user's programs left in the shared temporary directories
+                if os.path.isdir(p) and not os.path.islink(p):
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    os.unlink(p)
+            done.append(f"the runner user's files in /tmp, /var/tmp, /dev/shm removed: {len(left)}")
             made = self.kind_clusters() - self.clusters_before
             for c in sorted(made):
                 r = sh(self.layout.image_bin / "kind", "delete", "cluster", "--name", c, check=False,
