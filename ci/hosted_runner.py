@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         machine.preflight()
     except SimulationError as e:
         ap.exit(2, f"hosted_runner: {e}\n")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # as Ctrl-C (KeyboardInterrupt): out through the teardown
+        signal.signal(sig, lambda signum, _: sys.exit(128 + signum))
     since, ok, report = time.time(), False, []
     try:
         machine.setup()
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     except (SimulationError, ActionError, OSError, subprocess.CalledProcessError) as e:
         print(f"hosted_runner: {' '.join(str(e).split())}", file=sys.stderr)
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)  # teardown runs to its end
         for line in machine.teardown():
             print(f"teardown: {line}")

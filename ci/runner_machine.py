@@ -104,7 +104,8 @@ class Machine:
             sh("groupadd", "--system", "docker")
             self.added.append("docker-group")
         if sh("getent", "passwd", lay.user, check=False, capture_output=True).returncode == 0:
-            self._remove_user()  # a leftover of an interrupted run (ours: preflight checked the mark)
+            self._kill_user_processes()  # a leftover of an interrupted run (ours: preflight checked the mark)
+            self._remove_user()
         sh("useradd", "-m", "-u", RUNNER_UID, "-s", "/bin/bash", "-c", MARK, "-G", "docker", lay.user)
         self.added.append("user")
         sudoers = Path("/etc/sudoers.d") / f"rayconf-{lay.user}"
