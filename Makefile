@@ -65,8 +65,16 @@ release: venv
 setup: deps tools venv
 setup-base: deps tools-base
 
+# the local bed's Debian packages (clusters/local/install-deps.sh); where make asks setup_needs which base a run
+# builds (BED_ASK, below), a run that is not on the local bed (kind on a Docker engine, an existing cluster) installs
+# only what the project venv needs (python3-venv where its Python lacks venv): a CI runner's user then needs no sudo for packages kind never uses
 deps:
-	bash clusters/local/install-deps.sh
+	if [ -n "$(BED_ASK)" ]; then { $(PYTHON) -c "import ensurepip, venv" 2>/dev/null || \
+	  bash clusters/local/install-deps.sh python3-venv; } && \
+	  $(MAKE) --no-print-directory venv && \
+	  bed=$$($(PY) -m rayconformance.run.setup_needs bed-packages $(CONFORMANCE_ARGS)) || exit 2; \
+	  [ -z "$$bed" ] || bash clusters/local/install-deps.sh; \
+	else bash clusters/local/install-deps.sh; fi
 
 tools:
 	bash clusters/local/build-tools.sh

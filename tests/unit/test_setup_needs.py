@@ -149,3 +149,19 @@ def test_make_asks_setup_needs_unless_the_run_can_only_be_on_the_local_bed(tmp_p
 def test_make_builds_the_base_bed_builds_names_for_the_local_bed(monkeypatch, tmp_path):
     on_docker(monkeypatch, False)
     assert make_vars("conformance", "", False, tmp_path)["BED_BASE"].split() == setup_needs.bed_builds([])
+
+
+def test_only_a_run_on_the_local_bed_needs_its_debian_packages(monkeypatch):
+    """A CI runner's kind run (a Docker engine answers) installs none of the local bed's packages (Redis, iptables,
+    the CNI plugins): make's deps asks bed-packages before installing them."""
+    on_docker(monkeypatch, True)
+    assert setup_needs.bed_packages([]) == []
+    assert setup_needs.bed_packages(["--provider", "local"]) == ["bed"]
+    on_docker(monkeypatch, False)
+    assert setup_needs.bed_packages([]) == ["bed"]
+    assert setup_needs.bed_packages(["--provider", "existing"]) == []
+
+
+def test_makes_deps_asks_bed_packages_when_it_asks_which_base():
+    recipe = MAKEFILE.read_text().split("\ndeps:\n", 1)[1].split("\n\n", 1)[0]
+    assert "setup_needs bed-packages" in recipe and "$(BED_ASK)" in recipe

@@ -1,6 +1,6 @@
 """What a run needs set up before it starts, read from its suite options (`make conformance`'s CONFORMANCE_ARGS):
 
-    python -m rayconformance.run.setup_needs ray-venvs|bring-up-builds|bed-builds [SUITE OPTIONS...]
+    python -m rayconformance.run.setup_needs ray-venvs|bring-up-builds|bed-builds|bed-packages [SUITE OPTIONS...]
 
 `ray-venvs` prints the Ray versions whose local-bed virtualenv the run uses (`--ray-version`, else the operator
 profile's first `rayVersions`); `bring-up-builds` what the run builds when it brings the local bed up, as
@@ -10,7 +10,8 @@ Traefik when it tests a feature whose tests use the Gateway implementation. Both
 the local bed (kind, an existing cluster). `bed-builds` prints the base `make` builds before the run (tools-base):
 the local bed's components (etcd, Kubernetes, CoreDNS) on the local bed, and on kind where no Docker engine answers
 (the project's engine runs an offline node image made of them), none on kind on a Docker engine that answers or on
-an existing cluster; and the Gateway API CRDs the profiles install, on every provider. The options are read as the
+an existing cluster; and the Gateway API CRDs the profiles install, on every provider. `bed-packages` prints `bed`
+when the run needs the local bed's Debian packages (on the local bed), else nothing. The options are read as the
 suite reads them (`--conformance-options-file` too; the command line wins), and the provider is resolved as a run
 resolves it. Bad input is one `setup_needs: ...` line and exit 2.
 """
@@ -120,7 +121,15 @@ def bed_builds(argv: list[str]) -> list[str]:
     return [*(BED_BASE if on_bed_base else ()), GATEWAY_CRDS]
 
 
-COMMANDS = {"ray-venvs": ray_venvs, "bring-up-builds": bring_up_builds, "bed-builds": bed_builds}
+def bed_packages(argv: list[str]) -> list[str]:
+    """`bed` when the run is on the local bed, which needs the Debian packages of clusters/local/install-deps.sh
+    (Redis, iptables, the CNI plugins, ...); nothing otherwise: kind's own are clusters/kind/install-deps.sh's (make
+    kind-deps), and a run on an existing cluster needs none."""
+    return ["bed"] if provider_of(read(argv)) == "local" else []
+
+
+COMMANDS = {"ray-venvs": ray_venvs, "bring-up-builds": bring_up_builds, "bed-builds": bed_builds,
+            "bed-packages": bed_packages}
 
 
 def main(argv: list[str] | None = None) -> int:
