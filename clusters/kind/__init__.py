@@ -47,14 +47,14 @@ def api_server_port(cluster: str) -> int:
 
 def cached_tool(name: str) -> Path | None:
     """kind or kubectl from the tool cache (built by `make kind-tools` / `make tools`), if built."""
-    path = {"kind": lambda: tool("kind", "kind"), "kubectl": lambda: tool("kubernetes", "kubectl")}.get(name)
-    if path is None:
-        return None
-    p = path()
-    return p if p.is_file() and os.access(p, os.X_OK) else None
+    k8s = versions()["KUBERNETES_VERSION"]
+    places = {"kind": [tool("kind", "kind")],  # kubectl: the local bed's build, else kubectl built alone
+              "kubectl": [tool("kubernetes", "kubectl"), tool("kubectl", "kubectl", k8s)]}.get(name, [])
+    return next((p for p in places if p.is_file() and os.access(p, os.X_OK)), None)
 
 
-BUILDABLE = {"kind": ("kind", "KIND_VERSION"), "kubectl": ("kubernetes", "KUBERNETES_VERSION")}
+# what the tool cache builds of each: kubectl alone (build-tools.sh `kubectl`), not the whole control plane
+BUILDABLE = {"kind": ("kind", "KIND_VERSION"), "kubectl": ("kubectl", "KUBERNETES_VERSION")}
 
 
 def build_tool(name: str) -> Path | None:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the local test bed's Go components into a cache outside the repo, keyed by version.
 # Usage: build-tools.sh [component[@version] ...]   (components: etcd kubernetes coredns kuberay traefik gatewayapi
-#        localpath, and kubenode: kubelet and kubeadm for kind's node image, not built by default;
+#        localpath, and kubenode: kubelet and kubeadm for kind's node image, not built by default; kubectl: kubectl
+#        alone (kubectl-<version>), for a kind run on a user's Docker without one, not built by default;
 #        default: all; `kuberay@v1.6.1` builds that one KubeRay release instead of every one in KUBERAY_VERSIONS;
 #        with KUBERAY_BASE=v1.6.1 KUBERAY_PATCH=file, `kuberay@<tag>` builds that release patched, as <tag>;
 #        with RAYCONF_OPERATOR_TREE=dir, `kuberay@tree-<key>` builds that KubeRay source tree (key: its commit, and a
@@ -79,7 +80,7 @@ build_etcd() {
 # kubernetes-<version>/bin, from a wrapper module in kubernetes-<version>/SRC (one per component, so they can build
 # at once; the go build cache is shared)
 build_k8s_cmds() {
-  local name=$1 K=$KUBERNETES_VERSION dir=$CACHE/kubernetes-$KUBERNETES_VERSION cmds=$3
+  local name=$1 K=$KUBERNETES_VERSION dir=${K8S_DIR:-$CACHE/kubernetes-$KUBERNETES_VERSION} cmds=$3
   local missing=""
   for c in $cmds; do [ -x "$dir/bin/$c" ] || missing="$missing $c"; done
   [ -z "$missing" ] && { echo "build-tools: $name $K cached"; return; }
@@ -112,6 +113,8 @@ fetch_k8s_src() {
 
 # the local bed's control plane, kube-proxy and kubectl
 build_kubernetes() { build_k8s_cmds kubernetes src "kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl"; }
+# kubectl alone, into kubectl-<version>/bin: a kind run on a user's Docker without kubectl needs no control plane
+build_kubectl() { K8S_DIR=$CACHE/kubectl-$KUBERNETES_VERSION build_k8s_cmds kubectl src kubectl; }
 # a kind node's kubelet and kubeadm (clusters/kind/build-kind-tools.sh asks for them)
 build_kubenode() { build_k8s_cmds "kubelet, kubeadm" node-src "kubelet kubeadm"; }
 
@@ -341,7 +344,7 @@ build_one() {
     localpath) ( [ -n "$v" ] && LOCAL_PATH_PROVISIONER_VERSION=$v; build_localpath ) ;;
     helm) ( [ -n "$v" ] && HELM_VERSION=$v; build_helm ) ;;
     actionlint) ( [ -n "$v" ] && ACTIONLINT_VERSION=$v; build_actionlint ) ;;
-    etcd|kubernetes|kubenode|coredns|gatewayapi) ( "build_$c" ) ;;
+    etcd|kubernetes|kubectl|kubenode|coredns|gatewayapi) ( "build_$c" ) ;;
     kind) bash "$here/../kind/build-kind-tools.sh" kind ;;
   esac
 }
@@ -363,10 +366,10 @@ if [ ${#ahead[@]} -gt 0 ] && [ -z "${BUILD_TOOLS_NO_PREFETCH:-}" ]; then
 fi
 for arg in "$@"; do
   c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
-  case " $all kubenode actionlint kind " in
+  case " $all kubenode kubectl actionlint kind " in
     *" $c "*) if [ -t 1 ]; then build_one "$c" "$v" 2>&1 | python3 "$here/../progress.py" relay "building $c" "$c" \
                 "$BUILD_TIMES"; else build_one "$c" "$v"; fi ;;
-    *) echo "build-tools: unknown component '$c' (known: $all kubenode actionlint kind)" >&2; exit 2 ;;
+    *) echo "build-tools: unknown component '$c' (known: $all kubenode kubectl actionlint kind)" >&2; exit 2 ;;
   esac
 done
 [ -z "${prefetcher:-}" ] || wait "$prefetcher" 2>/dev/null || true

@@ -482,3 +482,25 @@ def test_kill_container_stops_it_without_grace_in_its_node(tmp_path):
         p.kill_container(pod(False), "ray-job-submitter")
     with pytest.raises(ProviderError, match="container other of Pod head is not running"):
         p.kill_container(pod(True), "other")
+
+
+def test_kubectl_is_built_alone_and_found_where_either_build_put_it(monkeypatch, tmp_path):
+    """A kind run on a user's Docker without kubectl builds kubectl alone (build-tools.sh `kubectl`), not the local
+    bed's control plane; the local bed's kubectl is used where it was built."""
+    from rayconformance.clusters import kind as kindtools
+    from rayconformance.clusters import toolcache
+
+    monkeypatch.setattr(toolcache, "CACHE", tmp_path)
+    k8s = toolcache.versions()["KUBERNETES_VERSION"]
+    assert kindtools.BUILDABLE["kubectl"] == ("kubectl", "KUBERNETES_VERSION")
+    assert kindtools.cached_tool("kubectl") is None
+    for component in ("kubectl", "kubernetes"):
+        binary = tmp_path / f"{component}-{k8s}" / "bin" / "kubectl"
+        binary.parent.mkdir(parents=True)
+        binary.write_text("#!/bin/sh\n")
+        binary.chmod(0o755)
+        assert kindtools.cached_tool("kubectl") == binary
+    built = []
+    monkeypatch.setattr(kindtools, "ensure", lambda c, v, m: built.append((c, v, m)) or tmp_path / f"{c}-{v}")
+    assert kindtools.build_tool("kubectl") == tmp_path / f"kubectl-{k8s}" / "bin" / "kubectl"
+    assert built == [("kubectl", k8s, "bin/kubectl")]
