@@ -5,6 +5,7 @@ pass, verified cases too, since the digest does not cover the fixtures, samples 
 
     .venv/bin/python bench/breaks.py status [--list]      # how many cases are verified as they stand
     .venv/bin/python bench/breaks.py run --minutes 60 [-k TEXT] [--all] [--dry-run]
+    .venv/bin/python bench/breaks.py rekey [--dry-run]    # entries of digest scheme 1 to 2 (bench/breaks_rekey.py)
 
 `run` goes through `pytest tests/breaks` (the local-gpu bed, taken under the bed lock) and prints the status after.
 """
@@ -125,7 +126,19 @@ def main(argv: list[str] | None = None) -> int:
     rn.add_argument("--all", action="store_true", help="verified cases too (a full pass: the digest does not cover "
                                                          "the fixtures, samples and profiles a case goes through)")
     rn.add_argument("--dry-run", action="store_true", help="say which cases would run")
+    rk = sub.add_parser("rekey", help="re-key scheme-1 entries to the test's own code (bench/breaks_rekey.py)")
+    rk.add_argument("--dry-run", action="store_true", help="count, write nothing")
     args = ap.parse_args(argv)
+    if args.cmd == "rekey":
+        from bench import breaks_rekey
+        from tests.breaks.test_breaks import CASES
+        ledger = breaks_ledger.load()
+        counts = breaks_rekey.rekey(ledger, CASES)
+        print("breaks: " + ", ".join(f"{n} {what}" for what, n in counts.items()) + (" (dry run)" if args.dry_run else ""))
+        if not args.dry_run:
+            breaks_ledger.save(ledger)
+        print_status(table(breaks_ledger.load() if not args.dry_run else ledger, cases()), listing=False)
+        return 0
 
     rows = table(breaks_ledger.load(), cases())
     if args.cmd == "status":

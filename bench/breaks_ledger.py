@@ -1,6 +1,9 @@
 """The break ledger (tests/breaks/ledger.json): for every deliberate-break case, what its last run showed, when, at
 which commit, and on which inputs. A case's inputs are summed up in a digest of the case itself (its fields and
-the source of its sample mutations and saboteur), the module of the conformance test it breaks, and its patch.
+the source of its sample mutations and saboteur), the code of the conformance test it breaks (digest scheme 2: the
+test function and the module-level definitions it uses, bench/breaks_testcode.py; scheme 1, before 2026-12-07, took
+the whole module, so a change to another test of the module made it stale: `bench/breaks.py rekey`), the Ray
+programs that code names, and its patch.
 A case is *verified* when its last run showed the conformance test failing as required and its digest is still
 the same. The digest leaves out the fixtures the test goes through (its must-holds in fixtures/expect, the harness),
 the samples and the profile: a change there is caught by the next full pass (`bench/breaks.py run --all`), not here.
@@ -21,6 +24,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from bench.breaks_testcode import test_code
+
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "tests" / "breaks" / "ledger.json"
 PATCHES = ROOT / "tests" / "breaks" / "patches"
@@ -29,6 +34,7 @@ DIGESTS_ENV = "RAYCONF_BREAK_DIGESTS"
 LEDGER_ENV = "RAYCONF_BREAK_LEDGER"  # another ledger file (the project's own tests use one of their own)
 
 FAILS = "fails"  # the conformance test failed as its case requires: the break is seen
+SCHEME = 2  # what a digest sums up: 2, the test's own code (since 2026-12-07); 1, its whole module
 
 
 def _source(fn, depth: int = 0) -> str:
@@ -52,8 +58,8 @@ def test_module(test: str, conformance: Path = ROOT / "conformance") -> Path | N
     return None
 
 
-def inputs(case) -> dict:
-    """What a case's verdict depends on, as text."""
+def case_fields(case) -> dict:
+    """The case itself as text: its fields, its callables' source."""
     fields = {}
     for f in dataclasses.fields(case):
         value = getattr(case, f.name)
@@ -64,24 +70,42 @@ def inputs(case) -> dict:
         elif callable(value):
             value = _source(value)
         fields[f.name] = value
-    module = test_module(case.test)
-    patches = {p: (PATCHES / f"{p}.patch").read_text() for p in (case.patch, case.tree_patch) if p}
-    text = module.read_text() if module else None
-    out = {"case": fields, "module": text, "patches": patches}
-    if programs := programs_named(text or ""):  # only then: modules that run no program keep their digests
-        out["programs"] = programs
+    return fields
+
+
+def inputs(case, module_text: str | None = None, read=lambda rel: (ROOT / rel).read_text(),
+           programs: list[str] | None = None, scheme: int = SCHEME) -> dict:
+    """What a case's verdict depends on, as text: by default as the checkout has it; `module_text`, `read` (a
+    repository path to its text) and `programs` (the names under samples/programs) give another commit's. Scheme 2
+    takes the test's own code (bench/breaks_testcode.py); scheme 1, the digests recorded before it, the whole module."""
+    if module_text is None:
+        module = test_module(case.test)
+        module_text = module.read_text() if module else None
+    if programs is None:
+        programs = [p.stem for p in sorted(PROGRAMS.glob("*.py"))]
+    patches = {p: read(f"tests/breaks/patches/{p}.patch") for p in (case.patch, case.tree_patch) if p}
+    code = module_text if scheme == 1 or module_text is None else test_code(case.test, module_text)
+    out = {"case": case_fields(case), "module" if scheme == 1 else "test": code, "patches": patches}
+    named = {p: read(f"samples/programs/{p}.py") for p in programs
+             if re.search(rf"""["']{re.escape(p)}(\.py)?["']""", code or "")}
+    if named:  # only then: tests that run no program keep their digests
+        out["programs"] = named
     return out
 
 
 def programs_named(text: str) -> dict[str, str]:
-    """The Ray programs (samples/programs/<name>.py) a test module names, with their text: a case's verdict
-    depends on them as on the module."""
+    """The Ray programs (samples/programs/<name>.py) a test's code names, with their text: a case's verdict
+    depends on them as on the test."""
     return {p.stem: p.read_text() for p in sorted(PROGRAMS.glob("*.py"))
             if re.search(rf"""["']{re.escape(p.stem)}(\.py)?["']""", text)}
 
 
+def digest_of(inputs_: dict) -> str:
+    return hashlib.sha256(json.dumps(inputs_, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def digest(case) -> str:
-    return hashlib.sha256(json.dumps(inputs(case), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return digest_of(inputs(case))
 
 
 def ledger_path() -> Path:
@@ -134,7 +158,8 @@ def state(entry: dict | None, current: str) -> str:
 def record(nodeid: str, case_digest: str, outcome: str, when: str, seconds: float, message: str,
            path: Path | None = None) -> None:
     ledger = load(path)
-    ledger[case_id(nodeid)] = {"digest": case_digest, "verdict": verdict(outcome, when, message), "commit": commit(),
+    ledger[case_id(nodeid)] = {"digest": case_digest, "scheme": SCHEME, "verdict": verdict(outcome, when, message),
+                               "commit": commit(),
                                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "seconds": round(seconds), "message": message[:300]}
     save(ledger, path)
