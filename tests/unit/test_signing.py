@@ -156,3 +156,23 @@ def test_a_signed_run_is_published_with_its_signature(suite, keys, tmp_path):
     assert certify.verify(target, key=signing.load_public(public)) == []
     with pytest.raises(publish.PublishError, match="not a PEM private key"):
         publish.publish(run_dir, tmp_path / "published", replace=True, sign_key=public)
+
+
+@pytest.mark.parametrize("damage", ["bytes", "names"])
+def test_a_damaged_signature_file_is_one_line_not_a_traceback(tmp_path, keys, capsys, damage):
+    """A signature file that is not UTF-8 text, or whose files are not names and digests, is a damaged one: one
+    line from `problem`, none named by `signer`, and `verify` says so in one line."""
+    private, public, _ = keys
+    (tmp_path / signing.FILENAME).write_text("kind: ConformanceReport\n")
+    (tmp_path / "report.html").write_text("<p>the page</p>")
+    sig = signing.sign(tmp_path, signing.load_private(private))
+    if damage == "bytes":
+        sig.write_bytes(b"\xff\xfe" + sig.read_bytes())
+    else:  # a file name YAML reads as a number
+        sig.write_text(sig.read_text().replace("  report.html:", "  1:"))
+    damaged = f"{signing.SIGNATURE}: not a signature file of this suite (edited or damaged)"
+    assert signing.problem(tmp_path) == damaged
+    assert signing.problem(tmp_path, signing.load_public(public)) == damaged
+    assert signing.signer(tmp_path) is None
+    rc, out, _ = out_of(capsys, "verify", tmp_path, "--key", public)
+    assert rc == 1 and out == [f"{tmp_path}: {damaged}"], out

@@ -130,9 +130,10 @@ def read(run_dir: Path) -> tuple[dict | None, str | None]:
         return None, None
     try:
         body = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):  # not UTF-8 text: damaged, as unparsable YAML is
         body = None
     ok = (isinstance(body, dict) and body.get("format") == HEADER and isinstance(body.get("files"), dict)
+          and all(isinstance(k, str) and isinstance(v, str) for k, v in body["files"].items())
           and all(isinstance(body.get(k), str) for k in ("publicKey", "fingerprint", "signature")))
     return (body, None) if ok else (None, f"{SIGNATURE}: not a signature file of this suite (edited or damaged)")
 
