@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -135,3 +137,32 @@ def test_a_timeout_is_not_yet(server, api_for):
     code, why = ray.proxy_get(api_for(server), "ns", "svc", "dashboard", "slow", timeout=0.3)
     assert code == 0 and why.startswith("ReadTimeout"), why
     assert time.monotonic() - started < 1.5, "the request outlived its timeout"
+
+
+COLLECTED_WHILE_MAKING = """
+import gc, os, threading
+from kubernetes import client
+from rayconformance.kube import httpclient
+
+old = client.Configuration()
+old.host = "http://127.0.0.1:9"
+old.cycle = old  # collected only by the cycle collector, whenever an allocation triggers it
+httpclient.client(old)
+del old
+made = httpclient._new_client
+httpclient._new_client = lambda c: (gc.collect(), made(c))[1]  # as an allocation in _new_client may trigger it
+new = client.Configuration()
+new.host = "http://127.0.0.1:9"
+done = threading.Event()
+threading.Thread(target=lambda: (httpclient.client(new), done.set()), daemon=True).start()
+print("made" if done.wait(10) else "deadlocked", flush=True)
+os._exit(0)  # a deadlocked thread holds the lock the exit's finalizers take
+"""
+
+
+def test_a_configuration_collected_while_another_client_is_made_does_not_deadlock():
+    """The garbage collector may run inside `client()` while it holds its lock (making a client allocates much) and
+    collect another Configuration whose client is cached: its finalizer drops that client in the same thread. (In
+    a process of its own: a deadlock there would hang every later use of the cache.)"""
+    r = subprocess.run([sys.executable, "-c", COLLECTED_WHILE_MAKING], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "made", (r.stdout, r.stderr[-2000:])

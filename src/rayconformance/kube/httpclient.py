@@ -23,7 +23,8 @@ from kubernetes.client.rest import should_bypass_proxies
 DEFAULT_RETRIES = 3
 
 _clients: dict[int, httpx.Client] = {}  # by id() of the Configuration, dropped when it is collected
-_lock = threading.Lock()
+# reentrant: the garbage collector may run a collected Configuration's finalizer (`_drop`) in a thread that holds it
+_lock = threading.RLock()
 
 
 def request(configuration, method: str, path: str, body: dict | None = None, timeout: float = 10,
