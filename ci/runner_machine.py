@@ -2,12 +2,14 @@
 the runner's user with passwordless sudo (a sudoers.d file) in the `docker` group, the project's Docker engine
 (`make engine-up`) with its socket given to that group, the job's directory (workspace, action path, RUNNER_TEMP, the
 sudo log shim, the runner image's kind and kubectl), a sampler of what runs in the engine, and the offline images
-offered to the runner's tool cache (its registry stand-in). `teardown()` removes everything `setup()` made: the user's
-processes (by pid) and files in the shared temporary directories, the kind clusters the job made, the engine if it started it, the sudoers file, the user and its
-home, the docker group and the sudo package when it added them, the job's directory.
+offered to the runner's tool cache (its registry stand-in). `teardown()` removes everything `setup()` made, each
+part tried whatever the one before did: the user's processes (by pid) and files in the shared temporary directories,
+the kind clusters the job made, the engine if it started it, the sudoers file, the user and its home, the docker
+group and the sudo package when it added them, the job's directory.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -221,22 +223,14 @@ class Machine:
                           "sudo-package": lambda: sh("apt-get", "purge", "-y", "-qq", "sudo", stdout=subprocess.DEVNULL,
                                                      env={**os.environ, "SUDO_FORCE_REMOVE": "yes",
                                                           "DEBIAN_FRONTEND": "noninteractive"})}
-        if "user" in self.added:
-            done.append(self._kill_user_processes())
-            left = sh("find", "/tmp", "/var/tmp", "/dev/shm", "-maxdepth", "1", "-uid", RUNNER_UID, check=False,
-                      capture_output=True).stdout.split("\n")
-            left = [p for p in left if p]
-            for p in left:  # what the user's programs left in the shared temporary directories
-                if os.path.isdir(p) and not os.path.islink(p):
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    os.unlink(p)
-            done.append(f"the runner user's files in /tmp, /var/tmp, /dev/shm removed: {len(left)}")
-            made = self.kind_clusters() - self.clusters_before
-            for c in sorted(made):
-                r = sh(self.layout.image_bin / "kind", "delete", "cluster", "--name", c, check=False,
-                       capture_output=True, env=engine_env())
-                done.append(f"kind cluster {c} deleted" if r.returncode == 0 else f"kind cluster {c}: {r.stderr}")
+        if "user" in self.added:  # each part tried, whatever the one before it did: the user and its sudo go last
+            for what, part in (("the runner user's processes", self._kill_user_processes),
+                               ("the runner user's temporary files", self._remove_user_files),
+                               ("the job's kind clusters", self._delete_clusters)):
+                try:
+                    done += part()
+                except (OSError, subprocess.SubprocessError) as e:
+                    done.append(f"{what}: could not remove ({' '.join(str(e).split())})")
         for what in reversed(self.added):
             try:
                 undo[what]()
@@ -245,7 +239,29 @@ class Machine:
                 done.append(f"{what}: could not remove ({' '.join(str(e).split())})")
         return done
 
-    def _kill_user_processes(self) -> str:
+    def _remove_user_files(self) -> list[str]:
+        """What the user's programs left in the shared temporary directories."""
+        left = sh("find", "/tmp", "/var/tmp", "/dev/shm", "-maxdepth", "1", "-uid", RUNNER_UID, check=False,
+                  capture_output=True).stdout.split("\n")
+        left = [p for p in left if p]
+        for p in left:
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):  # gone already (its program cleaned up as it ended)
+                    os.unlink(p)
+        return [f"the runner user's files in /tmp, /var/tmp, /dev/shm removed: {len(left)}"]
+
+    def _delete_clusters(self) -> list[str]:
+        """The kind clusters the job made."""
+        done = []
+        for c in sorted(self.kind_clusters() - self.clusters_before):
+            r = sh(self.layout.image_bin / "kind", "delete", "cluster", "--name", c, check=False,
+                   capture_output=True, env=engine_env())
+            done.append(f"kind cluster {c} deleted" if r.returncode == 0 else f"kind cluster {c}: {r.stderr}")
+        return done
+
+    def _kill_user_processes(self) -> list[str]:
         killed = set()
         for sig, wait in ((15, 15), (9, 5)):
             pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _uid(p) == RUNNER_UID]
@@ -258,7 +274,7 @@ class Machine:
             deadline = time.time() + wait
             while time.time() < deadline and any(_uid(Path(f"/proc/{p}")) == RUNNER_UID for p in pids):
                 time.sleep(0.5)
-        return f"the runner user's processes ended: {len(killed)}"
+        return [f"the runner user's processes ended: {len(killed)}"]
 
     def _remove_user(self) -> None:
         sh("userdel", "-r", self.layout.user, check=False, capture_output=True)

@@ -4,6 +4,7 @@ actions/cache and upload-artifact keep and lay out files as GitHub's do."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -84,3 +85,30 @@ def test_setup_go_takes_the_runners_tool_cache_and_never_the_machines_go(tmp_pat
     io = emulator(tmp_path).setup_go(step("actions/setup-go"), {"go-version": "1.26"})
     assert io.outputs == {"go-version": "1.26.11"}
     assert io.path == [str(tmp_path / "rtc" / "go" / "1.26.11" / "x64" / "bin"), str(tmp_path / "home" / "go" / "bin")]
+
+
+def test_the_teardown_goes_on_to_the_sudoers_file_whatever_fails_before_it(tmp_path, monkeypatch):
+    """A file of the runner's user gone before the teardown removes it, or a kind that is not there to delete the
+    job's cluster, is a line of the teardown, not an exception that leaves the passwordless sudoers file and the user
+    behind."""
+    from ci import runner_machine
+
+    def sh(*argv, check=True, **kw):
+        if argv[0] == "find":  # a file listed, then gone (its program removed it as it ended)
+            return subprocess.CompletedProcess(argv, 0, stdout=f"{tmp_path / 'gone.sock'}\n", stderr="")
+        if argv[0] == "docker":
+            return subprocess.CompletedProcess(argv, 0, stdout="rayconformance-gate\n", stderr="")
+        raise FileNotFoundError(2, "No such file or directory", str(argv[0]))  # kind: the job dir was never made
+
+    monkeypatch.setattr(runner_machine, "sh", sh)
+    machine = runner_machine.Machine(runner_machine.Layout(tmp_path / "job", "rcrunner"), tmp_path)
+    removed = []
+    monkeypatch.setattr(machine, "_kill_user_processes", lambda: ["the runner user's processes ended: 0"])
+    monkeypatch.setattr(machine, "_remove_user", lambda: removed.append("user"))
+    monkeypatch.setattr(machine, "_remove_sudoers", lambda: removed.append("sudoers"))
+    machine.added = ["user", "sudoers"]
+    done = machine.teardown()
+    assert removed == ["sudoers", "user"], done
+    assert "the runner user's files in /tmp, /var/tmp, /dev/shm removed: 1" in done, done
+    assert any(line.startswith("the job's kind clusters: could not remove") for line in done), done
+    assert done[-2:] == ["sudoers removed", "user removed"], done
