@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import shlex
 
+import pytest
 import yaml
 
 from rayconformance import results
@@ -164,3 +165,27 @@ def test_the_make_variables_are_read_from_makeflags(monkeypatch):
 def test_a_page_without_the_section_says_how_to_derive_it():
     html = page.reproduce({"runId": "old"})
     assert "Not recorded" in html and "python -m rayconformance reproduce reports/old" in html
+
+
+DAMAGED = {"a recorded section that is text": ({"reproduce": "x"}, "its reproduce is not a mapping"),
+           "a recorded selection that is a list": ({"reproduce": {"command": "c", "selection": ["k"]}},
+                                                   "its reproduce.selection is not a mapping"),
+           "an operator that is text": ({"operator": "kuberay"}, "its operator is not a mapping"),
+           "a test that is a number": ({"tests": [5]}, "test 1 of its list has no name or node id"),
+           "a test without a node id": ({"tests": [{"name": "a", "outcome": "passed"}]},
+                                        "test 1 of its list has no name or node id")}
+
+
+@pytest.mark.parametrize("damage", DAMAGED)
+def test_an_edited_or_damaged_report_is_one_line(tmp_path, capsys, damage):
+    edit, said = DAMAGED[damage]
+    report = {"operator": {"profile": "kuberay-v1.7.0"}, "cluster": {"provider": "local", "name": "local"},
+              "tests": [{"name": "a", "nodeid": "conformance/x.py::test_a", "outcome": "passed"}], **edit}
+    (tmp_path / "conformance-report.yaml").write_text(yaml.safe_dump(report))
+    for args in (["--dry-run"], ["--compare-with", tmp_path]):
+        rc, out, err = out_of(capsys, "reproduce", tmp_path, *args)
+        assert rc == 1 and not out and err == f"reproduce: {tmp_path / 'conformance-report.yaml'}: {said} (edited " \
+            "or damaged)\n", err
+    (tmp_path / "conformance-report.yaml").write_bytes(b"\xff\xfe not text")
+    rc, out, err = out_of(capsys, "reproduce", tmp_path, "--dry-run")
+    assert rc == 1 and err.endswith(": no readable report (UnicodeDecodeError)\n"), err

@@ -27,6 +27,7 @@ from .results import FILENAME
 ROOT = release.ROOT
 DURATIONS_IN = re.compile(r"longest first by the test durations in (?P<path>.+)$")
 SKIPPED_BY_OPTION = "skipped by --skip-tests"
+SECTIONS = ("operator", "cluster", "selection", "scheduling", "reproduce")  # mappings, where a report has them
 # what narrowedBy may name that the derived recipe recovers from the report itself
 RECOVERED = ("--shard", "--core-only", "--skip-tests", "--run-test", "--exempt-features", "--supported-features",
              "--all-features")
@@ -191,14 +192,29 @@ def read(run_dir: Path) -> dict:
 
     try:
         report = yaml.safe_load((run_dir / FILENAME).read_text())
-    except (OSError, yaml.YAMLError) as e:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise ReproduceError(f"{run_dir / FILENAME}: no readable report ({e.__class__.__name__})") from None
     if not isinstance(report, dict) or not isinstance(report.get("tests"), list):
         raise ReproduceError(f"{run_dir / FILENAME}: not a conformance report")
+    if bad := [i for i, t in enumerate(report["tests"], 1)
+               if not (isinstance(t, dict) and isinstance(t.get("nodeid"), str) and isinstance(t.get("name"), str))]:
+        raise ReproduceError(f"{run_dir / FILENAME}: test {bad[0]} of its list has no name or node id (edited or "
+                             "damaged)")
+    if where := not_a_mapping(report):
+        raise ReproduceError(f"{run_dir / FILENAME}: its {where} is not a mapping (edited or damaged)")
     for key, where in (("profile", "operator"), ("provider", "cluster")):
         if not (report.get(where) or {}).get(key):
             raise ReproduceError(f"{run_dir / FILENAME}: names no {where}.{key} to run again with")
     return report
+
+
+def not_a_mapping(report: dict) -> str | None:
+    """The first of the report's sections read here as a mapping that is something else (SECTIONS, then the recorded
+    selection)."""
+    for key in SECTIONS:
+        if not isinstance(report.get(key) or {}, dict):
+            return key
+    return None if isinstance((report.get("reproduce") or {}).get("selection") or {}, dict) else "reproduce.selection"
 
 
 def main(run: Path, dry_run: bool = False, out: Path | None = None, compare_with: Path | None = None) -> int:
