@@ -41,7 +41,8 @@ def lines(value: str) -> list[str]:
 class Emulator(ScriptRunner):
     """Runs the action's steps for the simulation: `run:` steps through ScriptRunner (as the runner's user),
     `uses:` steps by the handlers above. `chown(path, recursive=False)` gives the runner's user what a step made for
-    it; `tools` is where setup-python's links go, `runner_tool_cache` the hosted image's tool cache (RUNNER_TOOL_CACHE)."""
+    it; `tools` is where setup-python's links go, `runner_tool_cache` the hosted image's tool cache
+    (RUNNER_TOOL_CACHE)."""
 
     def __init__(self, *, state: Path, cache_root: Path, runner_tool_cache: Path, tools: Path, home: Path,
                  run_id: str, chown, popen: dict | None = None, log: Path | None = None):
@@ -86,8 +87,9 @@ class Emulator(ScriptRunner):
                 self.say(step, f"python {r.stdout.strip()} ({exe}) first on PATH")
                 return StepIO(outputs={"python-version": r.stdout.strip(), "python-path": str(bindir / "python")},
                               path=[str(bindir)])
-        raise ValueError(f"no python3 >= {'.'.join(map(str, want))} with venv on this machine ({'; '.join(found) or 'none'}"
-                         "); a hosted runner downloads one: install it (Debian: python3 python3-venv) and retry")
+        raise ValueError(f"no python3 >= {'.'.join(map(str, want))} with venv on this machine "
+                         f"({'; '.join(found) or 'none'}); a hosted runner downloads one: install it (Debian: python3 "
+                         "python3-venv) and retry")
 
     def setup_go(self, step: Step, with_: dict[str, str]) -> StepIO:
         spec = with_.get("go-version", "").strip()

@@ -34,7 +34,8 @@ def engine_env() -> str:
 
 def names_engine(docker_host: str) -> bool:
     """Whether DOCKER_HOST names the project's engine by its socket (a user given that socket, as the hosted-runner
-    simulation gives it to its runner's user): its containers are reached only at its own address, whoever started it."""
+    simulation gives it to its runner's user): its containers are reached only at its own address, whoever started
+    it."""
     return docker_host.startswith("unix://") and \
         os.path.realpath(docker_host.removeprefix("unix://")) == os.path.realpath(ENGINE_SOCKET)
 
