@@ -179,6 +179,9 @@ class _Parser:
         fn = self.fns.get(name.lower())
         if fn is None:
             self.fail(f"function {name}() is not one the simulation knows ({', '.join(sorted(self.fns))})")
+        wants = fn.__code__.co_argcount
+        if len(args) != wants:
+            self.fail(f"{name}() takes {wants} argument{'s' * (wants != 1)}, given {len(args)}")
         return fn(*args)
 
 

@@ -63,6 +63,8 @@ def test_the_actions_save_condition():
     ("hashFiles('x')", "function hashFiles() is not one the simulation knows"),
     ("inputs.a ==", "ends too early"),
     ("inputs.a = 'b'", "cannot read it at `= 'b'`"),
+    ("contains(inputs.a)", "contains() takes 2 arguments, given 1"),
+    ("success(inputs.a)", "success() takes 0 arguments, given 1"),
 ])
 def test_an_expression_it_cannot_read_is_one_line(expr, says):
     with pytest.raises(ActionError, match="^expression .*" + ".*".join(map(__import__("re").escape, says.split()))):
