@@ -44,10 +44,19 @@ class Apiserver(BaseHTTPRequestHandler):
         pass
 
 
+class Server(ThreadingHTTPServer):
+    """Its handler threads are joined when it closes, and a client gone before its answer (the timeout test's) is
+    not printed: nothing of a test's server reaches a later test's stderr."""
+    daemon_threads, block_on_close = False, True
+
+    def handle_error(self, request, client_address):
+        pass
+
+
 @pytest.fixture
 def server():
     Apiserver.seen = []
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Apiserver)
+    srv = Server(("127.0.0.1", 0), Apiserver)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{srv.server_address[1]}"
     srv.shutdown()
