@@ -51,6 +51,7 @@ class TestBed:
                 f"this process already runs test bed '{TestBed._holder.defn.name}'; take it down first")
         LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
         wait = float(os.environ.get("RAYCONF_LOCK_WAIT", "0")) if wait is None else wait
+        wait = max(wait, 0.0)  # filelock waits without end on a negative timeout; here it means: do not wait
         lock = FileLock(LOCK_FILE, thread_local=False)  # down() may run in another thread than up()
         try:
             lock.acquire(timeout=wait, poll_interval=1)

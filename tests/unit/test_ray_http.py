@@ -175,3 +175,9 @@ def test_a_configuration_collected_while_another_client_is_made_does_not_deadloc
     a process of its own: a deadlock there would hang every later use of the cache.)"""
     r = subprocess.run([sys.executable, "-c", COLLECTED_WHILE_MAKING], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip() == "made", (r.stdout, r.stderr[-2000:])
+
+
+def test_a_request_that_cannot_be_made_is_no_answer_not_an_exception(api_for):
+    """A URL httpx refuses (httpx.InvalidURL is no HTTPError) is `(0, why)` as the kubernetes client's path was."""
+    status, why = ray.proxy_get(api_for("http://127.0.0.1:1"), "ns", "svc", "dashboard", "bad\x00path")
+    assert status == 0 and why, why

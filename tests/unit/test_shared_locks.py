@@ -41,3 +41,24 @@ def test_a_filelock_and_a_shell_flock_on_the_same_file_exclude_each_other(tmp_pa
         os.close(fd)
     with FileLock(path, timeout=0):
         pass
+
+
+def test_a_negative_bed_lock_wait_does_not_wait(monkeypatch, tmp_path):
+    """RAYCONF_LOCK_WAIT below 0 means: do not wait (filelock alone would wait without end)."""
+    import time
+
+    from rayconformance.clusters.local import controlplane, testbed
+
+    lock_file = tmp_path / "bed.lock"
+    monkeypatch.setattr(testbed, "LOCK_FILE", lock_file)
+    monkeypatch.setenv("RAYCONF_LOCK_WAIT", "-1")
+    bed = testbed.TestBed.__new__(testbed.TestBed)
+    held = FileLock(lock_file, thread_local=False)
+    held.acquire()
+    try:
+        started = time.monotonic()
+        with pytest.raises(controlplane.ControlPlaneError, match="another local test bed"):
+            bed._lock()
+        assert time.monotonic() - started < 5
+    finally:
+        held.release()
