@@ -4,7 +4,8 @@ comments, layout, the module's docstring, its import paths and its other tests l
 
 Imported names count by name only (`from x import y as z` is `z = y`): what they are lives in the fixtures and the
 framework, which a case's digest never covered (bench/breaks_ledger.py: the next full pass catches a change there).
-A module-level `pytestmark` always counts: it marks every test of the module."""
+A module-level `pytestmark` always counts: it marks every test of the module; so do the fixtures a test takes by name
+only (`usefixtures("...")`) and the module's autouse fixtures."""
 from __future__ import annotations
 
 import ast
@@ -53,7 +54,12 @@ def test_code(test: str, text: str) -> str | None:
     if node is None:
         return None
     definitions = _definitions(tree)
-    seen, todo, parts = {function}, sorted(_names(node) | {"pytestmark"}), [ast.unparse(node)]
+    # fixtures it takes by name only: those of usefixtures("...") on it, and the module's autouse ones
+    by_name = {a.value for d in node.decorator_list for a in getattr(d, "args", [])
+               if "usefixtures" in ast.unparse(d) and isinstance(a, ast.Constant) and isinstance(a.value, str)}
+    autouse = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and any("autouse" in ast.unparse(d) for d in s.decorator_list)}
+    seen, todo, parts = {function}, sorted(_names(node) | by_name | autouse | {"pytestmark"}), [ast.unparse(node)]
     while todo:
         name = todo.pop(0)
         if name in seen or name not in definitions:

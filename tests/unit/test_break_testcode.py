@@ -100,3 +100,26 @@ def test_a_scheme_1_entry_is_rekeyed_only_from_inputs_rebuilt_at_its_commit(tmp_
     for at in (commit + "-dirty", "0123456789ab"):
         assert breaks_rekey.rekey({case.id: entry(old, at)}, [case])["not rebuildable"] == 1
     json.dumps(ledger)
+
+
+def test_fixtures_taken_by_name_only_count():
+    text = MODULE + textwrap.dedent('''
+
+        @pytest.fixture(autouse=True)
+        def always():
+            yield 1
+
+
+        @pytest.fixture
+        def named():
+            yield 2
+
+
+        @pytest.mark.usefixtures("named")
+        def test_third(ctx):
+            assert ctx
+    ''')
+    code = code_of("third", text)
+    assert "def always" in code and "def named" in code
+    assert code_of("third", text.replace("yield 2", "yield 3")) != code
+    assert "def always" in code_of("thing", text)
