@@ -271,3 +271,17 @@ def test_a_run_of_a_few_tests_does_not_displace_the_full_run(tmp_path):
     write("full", 90, 2000)  # most of the suite, newer: it wins over the larger old one
     write("selection", 11, 3000)
     assert shards.earlier_report(tmp_path, "local-gpu").parent.name == "full"
+
+
+def test_an_earlier_report_under_the_run_directory_is_named_relative_to_it(tmp_path, monkeypatch):
+    """The report a run orders its tests by is recorded relative to where the run started (no machine's path in a
+    published report)."""
+    from rayconformance.run import options
+
+    report = tmp_path / "reports" / "earlier" / "conformance-report.yaml"
+    report.parent.mkdir(parents=True)
+    report.write_text(yaml.safe_dump({"tests": [{"name": "a", "nodeid": "conformance/t.py::test_a",
+                                                 "outcome": "passed", "durationSeconds": 3.0}]}))
+    monkeypatch.chdir(tmp_path)
+    v = {"durations-from": None, "baseline": None, "shard": None, "cluster": None, "operator-profile": "x"}
+    assert options.durations_source(v, tmp_path / "reports", None) == "reports/earlier/conformance-report.yaml"

@@ -293,7 +293,10 @@ def durations_source(v: dict, report_dir: Path, workerinput: dict | None) -> str
         shards.durations(str(found))
     except pytest.UsageError:  # a report nobody named, which durations() cannot read: collection order
         return None
-    return str(found)
+    try:  # as the report records it: relative to where the run started when under it (no machine's path)
+        return str(found.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(found)
 
 
 def load(config: pytest.Config) -> Options:
