@@ -60,14 +60,21 @@ def test_detached_actor_survives_head_pod_deletion(ctx, redis):
 @pytest.mark.samples("raycluster-gcs-embedded")
 def test_embedded_store_keeps_detached_actor_across_head_loss(ctx):
     """With GCS fault tolerance on an embedded store (gcsFaultToleranceOptions.backend rocksdb) and no Redis at all,
-    the operator provisions a PersistentVolumeClaim owned by the RayCluster, Bound and mounted by the head Pod; when
-    the head Pod is deleted, the new head mounts the same claim, the worker Pod stays, and a detached actor keeps its
-    state; deleting the RayCluster deletes the claim with it."""
-    cluster = ctx.create_raycluster("raycluster-gcs-embedded")
+    the operator provisions a PersistentVolumeClaim owned by the RayCluster, Bound and mounted by the head Pod, that
+    asks for the storage size the spec gives and, with accessModes left unset, ReadWriteOnce (the documented
+    default); when the head Pod is deleted, the new head mounts the same claim, the worker Pod stays, and a
+    detached actor keeps its state; deleting the RayCluster deletes the claim with it."""
+    body = ctx.sample("raycluster-gcs-embedded")
+    cluster = ctx.create_raycluster(body)
     cluster.must_be_provisioned()
 
-    # step 1: the store's claim, Bound and mounted by the head
+    # step 1: the store's claim, Bound and mounted by the head, of the size asked and the default access mode
     claim = cluster.head_storage_must_be_bound(ctx.timeouts.short, what="the embedded GCS store")
+    shaped = {"storage": claim.spec.resources.requests.get("storage"), "accessModes": claim.spec.access_modes}
+    asked = {"storage": body["spec"]["gcsFaultToleranceOptions"]["storage"]["size"], "accessModes": ["ReadWriteOnce"]}
+    assert shaped == asked, \
+        (f"the embedded GCS store's claim {claim.metadata.name} must ask for the spec's size and, with accessModes "
+         f"unset, ReadWriteOnce: {asked}; observed {shaped}")
     old_head = cluster.head_pod()
     workers = sorted(cluster.worker_pods_now())
 

@@ -143,6 +143,9 @@ CASES = [
     Case("embedded_store_keeps_detached_actor_across_head_loss", "keep its state|worker Pod should have stayed",
          profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-embedded-gcs-not-selected",
          timeout_scale=0.5),
+    # the embedded store's claim always asks for KubeRay's default size (1Gi), whatever storage.size says
+    Case("embedded_store_keeps_detached_actor_across_head_loss", "must ask for the spec's size",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-gcs-store-size-ignored"),
     # include-log-monitor is no longer one of the options rendered with their true/false value (as before KubeRay
     # 1.7): its "false" is dropped, and the log monitor keeps running on every node
     Case("start_params_reach_ray_start_with_their_values", r"expected \['--include-log-monitor=false'\]",
