@@ -1,7 +1,7 @@
 """RayCluster fields set through a RayJob, where the RayJob's controller treats them its own way: the head Services
 (the RayCluster's, and the RayJob's own `<name>-head-svc` made from the same spec), GCS fault tolerance turned on
-by the RayJob's annotations (and refused beside gcsFaultToleranceOptions), and rayClusterSpec changed on a running
-RayJob, which its RayCluster does not follow."""
+by the RayJob's annotations (and refused beside gcsFaultToleranceOptions), an upgradeStrategy its RayCluster refuses,
+and rayClusterSpec changed on a running RayJob, which its RayCluster does not follow."""
 from __future__ import annotations
 
 import pytest
@@ -136,6 +136,25 @@ def test_annotation_beside_fault_tolerance_options_is_refused(ctx, annotation):
     assert not clusters, f"a RayJob refused for {why} must create no RayCluster; observed {clusters}"
     ctx.covers({FT_ENABLED: "RayJob:metadata.annotations[ray.io/ft-enabled]",
                 STORAGE_NS: "RayJob:metadata.annotations[ray.io/external-storage-namespace]"}[key])
+
+
+@pytest.mark.feature("RayJobClusterUpgradeStrategyRefused")
+@pytest.mark.samples("rayjob-basic")
+@pytest.mark.covers("RayJob:spec.rayClusterSpec.upgradeStrategy.type")
+def test_cluster_upgrade_strategy_is_refused_for_a_rayjob(ctx):
+    """A RayJob whose rayClusterSpec sets upgradeStrategy (Recreate: a RayCluster's own way of taking a new spec,
+    for a cluster its user owns) gets its RayCluster refused: a Warning event InvalidRayClusterSpec naming
+    upgradeStrategy and no Pod, and the job does not start (jobDeploymentStatus stays Initializing)."""
+    body = ctx.sample("rayjob-basic")
+    body["metadata"]["name"] = "upgrade-strategy"
+    body["spec"]["rayClusterSpec"]["upgradeStrategy"] = {"type": "Recreate"}
+    job = ctx.create_rayjob(body)
+
+    cluster = job.must_create_its_cluster()
+    cluster.must_be_reported_invalid("upgradeStrategy", about="upgradeStrategy set on a RayJob's RayCluster")
+    state = ray.status(job.get()).get("jobDeploymentStatus")
+    assert state in (None, "", "Initializing"), \
+        f"a RayJob whose RayCluster is refused must not start; observed jobDeploymentStatus={state!r}"
 
 
 @pytest.mark.feature("RayJobClusterSpecKept", "RayJobHTTPMode")

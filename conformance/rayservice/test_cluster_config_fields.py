@@ -114,8 +114,13 @@ def test_cluster_config_refused_for_a_rayservice(ctx, case, annotations, config,
     (ray.io/ft-enabled, ray.io/external-storage-namespace), which the operator reads on the RayService."""
     docs, body = greeter_with(ctx, **config)
     body["metadata"].setdefault("annotations", {}).update(annotations)
-    service = ctx.create_rayservice(body)
+    refusal_must_be_reported(ctx.create_rayservice(body), case, named)
 
+
+def refusal_must_be_reported(service, case: str, named: str) -> None:
+    """The RayService reports Ready=False/ValidationFailed with a message naming `named`, a Warning event
+    InvalidRayServiceSpec, and nothing was created for it."""
+    __tracebackhide__ = True
     # step 1: the status says the spec is invalid, and why
     obj = service.must_report_condition("Ready", "False", "ValidationFailed")
     message = (condition(obj, "Ready") or {}).get("message") or ""
@@ -124,6 +129,36 @@ def test_cluster_config_refused_for_a_rayservice(ctx, case, annotations, config,
     # step 2: so does a Warning event; nothing was created for it
     service.events_must_include([("Warning", "InvalidRayServiceSpec", None)])
     service.must_have_created_nothing(what=f"a RayService refused for {case}")
+
+
+LABELS = "RayClusterGroupLabelsAndResources"  # KubeRay 1.5+ refuses labels and a Redis user in rayStartParams
+# (group, rayStartParams key, value, what the Ready message must name)
+START_PARAMS = [
+    pytest.param("headGroupSpec", "labels", "conformance-tier=head", "rayStartParams['labels']",
+                 id="head-labels-in-start-params", marks=pytest.mark.covers(
+                     "RayService:spec.rayClusterConfig.headGroupSpec.rayStartParams[labels]")),
+    pytest.param("workerGroupSpecs", "labels", "conformance-tier=worker", "rayStartParams['labels']",
+                 id="worker-labels-in-start-params", marks=pytest.mark.covers(
+                     "RayService:spec.rayClusterConfig.workerGroupSpecs[].rayStartParams[labels]")),
+    pytest.param("headGroupSpec", "redis-username", "conformance", "redis username in rayStartParams",
+                 id="head-redis-username", marks=pytest.mark.covers(
+                     "RayService:spec.rayClusterConfig.headGroupSpec.rayStartParams[redis-username]")),
+]
+
+
+@pytest.mark.feature("RayServiceValidation", LABELS)
+@pytest.mark.samples("rayservice-greeter")
+@pytest.mark.parametrize("group,key,value,named", START_PARAMS)
+def test_start_params_refused_for_a_rayservice(ctx, group, key, value, named):
+    """A RayService is refused (Ready=False/ValidationFailed naming what is wrong, a Warning event
+    InvalidRayServiceSpec, nothing created) when its rayClusterConfig gives what no RayCluster may have: node labels
+    in a group's rayStartParams instead of its labels field, or a Redis user name in the head's (it belongs to
+    gcsFaultToleranceOptions). The RayService's validation applies the RayCluster checks to rayClusterConfig."""
+    docs, body = greeter_with(ctx)
+    config = body["spec"]["rayClusterConfig"]
+    spec = config[group] if group == "headGroupSpec" else config[group][0]
+    spec.setdefault("rayStartParams", {})[key] = value
+    refusal_must_be_reported(ctx.create_rayservice(body), f"rayStartParams {key} in {group}", named)
 
 
 

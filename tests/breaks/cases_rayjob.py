@@ -134,7 +134,12 @@ CASES = [
     # validation skipped: the invalid RayJob is run
     *(Case(f"invalid_rayjob_fails_validation_and_creates_nothing[{invalid}]", "ValidationFailed",
            patch="rayjob-skips-validation") for invalid in ("ttl-without-shutdown", "runtime-env-not-yaml",
-                                                              "name-too-long")),
+                                                              "name-too-long", "k8s-token-auth",
+                                                              "head-labels-in-start-params",
+                                                              "worker-labels-in-start-params", "head-redis-username")),
+    # The RayCluster controller lets a RayJob's cluster take an upgradeStrategy (only a RayService's is refused).
+    Case("cluster_upgrade_strategy_is_refused_for_a_rayjob", "a Warning event about upgradeStrategy",
+         patch="rayjob-cluster-upgrade-strategy-accepted"),
     # validation fails the RayJob without a word: no Warning event says why
     Case("invalid_rayjob_fails_validation_and_creates_nothing[runtime-env-not-yaml]", "Warning event",
          patch="rayjob-validation-records-no-event"),

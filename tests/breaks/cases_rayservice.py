@@ -259,6 +259,11 @@ CASES = [
     *(Case(f"cluster_config_refused_for_a_rayservice[{case}]", "Ready=False/ValidationFailed",
            patch="rayservice-annotations-not-validated")
       for case in ("ft-annotation-with-ft-options", "storage-namespace-annotation-with-ft-options")),
+    # ... or applies the RayCluster checks to rayClusterConfig (its RayCluster is still refused, later, by the
+    # RayCluster controller: the RayService never reports ValidationFailed)
+    *(Case(f"start_params_refused_for_a_rayservice[{case}]", "Ready=False/ValidationFailed",
+           patch="rayservice-cluster-spec-not-validated")
+      for case in ("head-labels-in-start-params", "worker-labels-in-start-params", "head-redis-username")),
     # authOptions.secretName ignored: the cluster runs on a token Secret of the operator's, the user's is refused
     Case("rayservice_serves_with_the_token_of_its_secret", r"answer a request with the token of Secret greeter-token",
          patch="raycluster-auth-secret-name-ignored"),

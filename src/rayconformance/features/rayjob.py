@@ -70,4 +70,7 @@ FEATURES: tuple[Feature, ...] = (
             "tolerant in that storage namespace; beside gcsFaultToleranceOptions they are refused (ValidationFailed)"),
     Feature("RayJobClusterSpecKept", "RayJob", "extended",
             "a running RayJob's rayClusterSpec changed: its RayCluster keeps its spec and Pods, the job runs on"),
+    Feature("RayJobClusterUpgradeStrategyRefused", "RayJob", "extended",
+            "rayClusterSpec.upgradeStrategy is refused on a RayJob's RayCluster (a user's cluster's way of taking a "
+            "new spec): a Warning event InvalidRayClusterSpec, no Pod, the job not started (KubeRay 1.6+)"),
 )
