@@ -5,6 +5,7 @@ GCS fault-tolerance annotations (checked against the RayService's cluster config
 token a RayService's clusters share)."""
 from __future__ import annotations
 
+import copy
 import uuid
 
 import pytest
@@ -156,6 +157,11 @@ def test_start_params_refused_for_a_rayservice(ctx, group, key, value, named):
     gcsFaultToleranceOptions). The RayService's validation applies the RayCluster checks to rayClusterConfig."""
     docs, body = greeter_with(ctx)
     config = body["spec"]["rayClusterConfig"]
+    if group == "workerGroupSpecs":  # the greeter is head-only: a worker group like its head
+        template = copy.deepcopy(config["headGroupSpec"]["template"])
+        template["spec"]["containers"][0]["name"] = "ray-worker"
+        config[group] = [{"groupName": "small", "replicas": 1, "minReplicas": 1, "maxReplicas": 1,
+                          "rayStartParams": {}, "template": template}]
     spec = config[group] if group == "headGroupSpec" else config[group][0]
     spec.setdefault("rayStartParams", {})[key] = value
     refusal_must_be_reported(ctx.create_rayservice(body), f"rayStartParams {key} in {group}", named)
