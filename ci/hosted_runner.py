@@ -52,7 +52,14 @@ USES = {"actions/setup-python", "actions/setup-go", "actions/cache/restore", "ac
 # this machine's network settings, passed on to the runner's user: TLS trust (CA bundles), pip's and Go's index, proxies
 MACHINE_ENV = re.compile(r"(CA_BUNDLE|CERT_FILE|CERT_DIR|CAINFO|CA_CERTS|SSL_ROOTS_FILE_PATH|_PROXY|_proxy)$"
                          r"|^PIP_(?!REQUIRE_VIRTUALENV)|^GO(PROXY|SUMDB|NOSUMDB|PRIVATE)$")
+USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")  # scheme://user:password@
 BED = ("etcd", "kubernetes", "coredns", "kubenode")  # the local bed's components (kubenode: kind's kubelet build)
+
+
+def shown(value: str) -> str:
+    """A value of the runner's environment as the dry run prints it: a URL's user and password (a proxy's, an
+    index's) masked."""
+    return USERINFO.sub(r"\1***@", value)
 
 
 def build_job(user: str, inputs: dict[str, str], run_id: str) -> tuple[Layout, Job]:
@@ -82,7 +89,7 @@ def print_plan(lay: Layout, job: Job, tree: str) -> None:
     print(f"  action path: {lay.action_path} (clone of {ROOT} at HEAD); caches and artifacts: {CACHE_ROOT}")
     print("  runner environment:")
     for k, v in job.env.items():
-        print(f"    {k}={v}")
+        print(f"    {k}={shown(v)}")
     print("  steps (as action.yml has them; <steps.ID.outputs.NAME> is known once that step ran):")
     for step, p in job.plan():
         print(f"  {step.index}. {step.name}" + (f" (id {step.raw['id']})" if "id" in step.raw else "")

@@ -38,6 +38,13 @@ def test_the_dry_run_prints_the_actions_steps_with_the_inputs(capsys, monkeypatc
     assert "with key: rayconformance-tools-Linux-X64-<steps.tool-cache.outputs.versions>" in out
 
 
+def test_the_dry_run_masks_the_user_and_password_of_a_proxy(capsys, monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "http://alice:s3cret@proxy.invalid:3128")
+    assert hosted_runner.main(["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "HTTPS_PROXY=http://***@proxy.invalid:3128" in out and "s3cret" not in out and "alice" not in out
+
+
 def test_an_unknown_input_is_one_line(capsys):
     with pytest.raises(SystemExit) as e:
         hosted_runner.main(["--dry-run", "--input", "profile=x"])

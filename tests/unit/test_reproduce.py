@@ -189,3 +189,37 @@ def test_an_edited_or_damaged_report_is_one_line(tmp_path, capsys, damage):
     (tmp_path / "conformance-report.yaml").write_bytes(b"\xff\xfe not text")
     rc, out, err = out_of(capsys, "reproduce", tmp_path, "--dry-run")
     assert rc == 1 and err.endswith(": no readable report (UnicodeDecodeError)\n"), err
+
+
+def test_the_directory_is_recorded_relative_to_the_checkout(tmp_path):
+    root = recipe.release.ROOT
+    assert recipe.directory(root) == "." and recipe.directory(root / "conformance") == "conformance"
+    assert recipe.directory(tmp_path) == str(tmp_path)
+
+
+def test_a_tree_build_records_its_repository_ref_and_commit_for_another_machine(tmp_path):
+    import subprocess
+    from types import SimpleNamespace
+
+    from rayconformance.operator import profiles, source_tree
+
+    tree = tmp_path / "kuberay"
+    (tree / "ray-operator").mkdir(parents=True)
+    (tree / "ray-operator" / "go.mod").write_text(f"module {source_tree.MODULE}\n")
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    opts = SimpleNamespace(operator_tree=str(tree), provider="local", profile=profiles.load("kuberay-v1.7.0"))
+    assert recipe.operator_source(opts) == {"repository": "https://github.com/ray-project/kuberay", "ref": "v1.7.0",
+                                            "commit": commit}
+    (tree / "ray-operator" / "go.mod").write_text(f"module {source_tree.MODULE}\n\ngo 1.24\n")
+    assert set(recipe.operator_source(opts)) == {"repository", "ref", "commit", "uncommittedChanges"}
+    assert recipe.operator_source(SimpleNamespace(operator_tree=None)) is None
+    notes: list[str] = []
+    section = {"operatorTree": str(tmp_path / "gone"), "operatorSource": recipe.operator_source(opts)}
+    assert reproduce.tree_args(section, notes) == []
+    assert notes == [f"operator tree {tmp_path / 'gone'} is not here (the run built "
+                     f"https://github.com/ray-project/kuberay at {commit[:12]}, with uncommitted changes): the run "
+                     "uses --operator-tree or $RAYCONF_OPERATOR_TREE"], notes

@@ -99,7 +99,7 @@ def existing(path: str | None, section: dict) -> Path | None:
     """A recorded path as it is found here: as recorded, under the run's directory, or under this checkout."""
     if not path:
         return None
-    for base in (Path("."), Path(section.get("directory") or "."), ROOT):
+    for base in (Path("."), ROOT / (section.get("directory") or "."), ROOT):
         if (base / path).exists():
             return (base / path).resolve()
     return None
@@ -148,7 +148,12 @@ def tree_args(section: dict, notes: list[str]) -> list[str]:
     if not tree:
         return []
     if not Path(tree).is_dir():
-        notes.append(f"operator tree {tree} is not here: the run uses --operator-tree or $RAYCONF_OPERATOR_TREE")
+        src = section.get("operatorSource") or {}
+        clone = (f" (the run built {src['repository']} at {src.get('commit', '?')[:12]}"
+                 + (", with uncommitted changes" if src.get("uncommittedChanges") else "") + ")"
+                 if src.get("repository") else "")
+        notes.append(f"operator tree {tree} is not here{clone}: the run uses --operator-tree or "
+                     "$RAYCONF_OPERATOR_TREE")
         return []
     head = release.git(Path(tree), "rev-parse", "HEAD")
     if section.get("operatorTreeCommit") and head and head != section["operatorTreeCommit"]:

@@ -67,19 +67,48 @@ def selection(config: pytest.Config, opts) -> dict:
     return {k: v for k, v in out.items() if v}
 
 
+def directory(path: Path) -> str:
+    """Where pytest was started: relative to this checkout (`.` for its root) when inside it, so that a published
+    report names no path of the machine that ran it; else as it is."""
+    try:
+        return Path(path).resolve().relative_to(release.ROOT.resolve()).as_posix() or "."
+    except ValueError:
+        return str(path)
+
+
+def operator_source(opts) -> dict | None:
+    """For an operator built from a source tree: the repository and ref its profile names, the tree's commit, and
+    the digest of its uncommitted changes (a patched tree), so that another machine can build the same operator
+    from a clone. None for a release."""
+    if not opts.operator_tree:
+        return None
+    from rayconformance.operator import source_tree
+
+    section = opts.profile.install.get(opts.provider)
+    src = section.source if section else None
+    try:
+        key = source_tree.tree_key(Path(opts.operator_tree))
+    except source_tree.SourceTreeError:
+        return None
+    out = {"repository": src.repository if src else None, "ref": src.ref if src else None, "commit": key.commit,
+           "uncommittedChanges": key.dirty}
+    return {k: v for k, v in out.items() if v}
+
+
 def section(config: pytest.Config, opts) -> dict:
     """The report's `reproduce` section for the run `config` starts with `opts` (its Options)."""
     version = release.suite_version()
     args = list(config.invocation_params.args)
     out = {"command": shlex.join(["python", "-m", "pytest", *args]),
            "make": make_variables(),
-           "directory": str(config.invocation_params.dir),
+           "directory": directory(config.invocation_params.dir),
            "suiteVersion": version,
            "suiteCommit": release.git(release.ROOT, "rev-parse", "HEAD"),
            "operatorProfile": opts.profile.name,
            "operatorTree": opts.operator_tree,
            "operatorTreeCommit": release.git(Path(opts.operator_tree), "rev-parse", "HEAD") if opts.operator_tree
            else None,
+           "operatorSource": operator_source(opts),
            "provider": opts.provider,
            "cluster": opts.definition.name if opts.definition else None,
            "rayVersion": opts.ray_version,
