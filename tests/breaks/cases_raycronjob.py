@@ -34,4 +34,11 @@ CASES: list[Case] = [
          r"for its tick", "raycronjob-spec-fields-ignored"),
     v170("invalid_raycronjob_is_refused_and_schedules_nothing",
          r"a Warning event InvalidRayCronJobSpec about RayCronJob bad-schedule", "raycronjob-spec-fields-ignored"),
+    # the jobTemplate not checked as a RayJob (ValidateRayCronJobSpec stops after the time zone): no Warning event
+    # for a template the RayJob checks refuse; its RayJobs are created (and each fails its own validation)
+    *[v170(f"rayjob_template_the_operator_refuses_is_refused_and_schedules_nothing[{case}]",
+           r"a Warning event InvalidRayCronJobSpec about RayCronJob hello-cron saying 'RayJob template'",
+           "raycronjob-template-not-validated")
+      for case in ("k8s-token-auth", "head-labels-in-start-params", "worker-labels-in-start-params",
+                   "head-redis-username")],
 ]

@@ -14,6 +14,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("RayCronJobTimeZone", "RayCronJob", "extended",
             "spec.timeZone: the schedule's hours and minutes are read in that IANA zone (KubeRay 1.7+)"),
     Feature("RayCronJobValidation", "RayCronJob", "extended",
-            "an unparsable schedule, an unknown time zone, TZ= in the schedule or a name too long for its RayJobs: a "
-            "Warning event InvalidRayCronJobSpec and no RayJob; an empty timeZone refused by the API server"),
+            "an unparsable schedule, an unknown time zone, TZ= in the schedule, a name too long for its RayJobs or "
+            "a jobTemplate the RayJob checks refuse: a Warning event InvalidRayCronJobSpec and no RayJob; an empty "
+            "timeZone refused by the API server"),
 )
