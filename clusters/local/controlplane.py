@@ -82,6 +82,18 @@ def insecure_context() -> ssl.SSLContext:
     return ctx
 
 
+def switch_flags(defn: LocalSection, component: str) -> list[str]:
+    """The definition's controlPlane settings as `component`'s flags: its feature gates for the apiserver,
+    controller-manager and scheduler, the runtime config for the apiserver alone."""
+    def joined(switches: dict) -> str:
+        return ",".join(f"{k}={str(v).lower()}" for k, v in sorted(switches.items()))
+
+    flags = [f"--feature-gates={joined(defn.feature_gates)}"] if defn.feature_gates else []
+    if component == "kube-apiserver" and defn.runtime_config:
+        flags.append(f"--runtime-config={joined(defn.runtime_config)}")
+    return flags
+
+
 def start(defn: LocalSection, state: Path) -> Path:
     """Bring up etcd, apiserver, controller-manager and scheduler; return the admin kubeconfig path."""
     check_prerequisites(defn)
@@ -119,7 +131,7 @@ def start(defn: LocalSection, state: Path) -> Path:
         f"--service-account-signing-key-file={pki / 'sa.key'}",
         f"--service-cluster-ip-range={defn.service_cidr}",
         "--authorization-mode=Node,RBAC", "--allow-privileged=true", "--profiling=false",
-        f"--cert-dir={state / 'apiserver-certs'}",
+        f"--cert-dir={state / 'apiserver-certs'}", *switch_flags(defn, "kube-apiserver"),
     ])
     wait_healthy(state, "kube-apiserver", f"{server}/readyz", client_context(pki), timeout=180)
 
@@ -132,12 +144,13 @@ def start(defn: LocalSection, state: Path) -> Path:
         f"--cluster-signing-cert-file={pki / 'ca.crt'}", f"--cluster-signing-key-file={pki / 'ca.key'}",
         f"--cluster-cidr={defn.pod_cidr}", "--allocate-node-cidrs=false",
         f"--service-cluster-ip-range={defn.service_cidr}", f"--cert-dir={state / 'kcm-certs'}",
+        *switch_flags(defn, "kube-controller-manager"),
     ])
     procs.spawn(state, "kube-scheduler", [
         str(tool("kubernetes", "kube-scheduler")),
         f"--kubeconfig={sched_kc}", f"--authentication-kubeconfig={sched_kc}", f"--authorization-kubeconfig={sched_kc}",
         "--bind-address=127.0.0.1", f"--secure-port={SCHEDULER_PORT}", "--leader-elect=false",
-        f"--cert-dir={state / 'scheduler-certs'}",
+        f"--cert-dir={state / 'scheduler-certs'}", *switch_flags(defn, "kube-scheduler"),
     ])
     wait_healthy(state, "kube-controller-manager", f"https://127.0.0.1:{KCM_PORT}/healthz", insecure_context())
     wait_healthy(state, "kube-scheduler", f"https://127.0.0.1:{SCHEDULER_PORT}/healthz", insecure_context())

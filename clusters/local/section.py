@@ -51,7 +51,7 @@ class NodeDef:
 @definition.register("local")
 @dataclass(frozen=True)
 class LocalSection:
-    KEYS: ClassVar[tuple[str, ...]] = ("network", "nodes", "images")
+    KEYS: ClassVar[tuple[str, ...]] = ("network", "nodes", "images", "controlPlane")
 
     name: str  # the definition's: names the bed's state directory
     path: Path  # the definition's file: the node agent reads it
@@ -61,6 +61,10 @@ class LocalSection:
     pod_cidr: str
     nodes: tuple[NodeDef, ...]
     images: tuple[ImageRule, ...]
+    # controlPlane: Kubernetes feature gates for the apiserver, controller-manager and scheduler (as kind's
+    # featureGates), and the apiserver's --runtime-config (API group/versions served beyond the defaults)
+    feature_gates: dict = field(default_factory=dict)  # gate -> bool
+    runtime_config: dict = field(default_factory=dict)  # group/version -> bool
 
     @property
     def has_gpus(self) -> bool:
@@ -89,11 +93,14 @@ class LocalSection:
                 ipaddress.ip_network(net.get(key, default))
             except ValueError as e:
                 raise SectionError(f"network.{key}", f"not a CIDR ({e})") from None
+        plane = mapping(doc.get("controlPlane"), "controlPlane", ("featureGates", "runtimeConfig"))
         return cls(name=name, path=path, host_address=str(net.get("hostAddress", "10.240.0.1")),
                    dns_address=str(net.get("dnsAddress", "10.240.0.10")),
                    service_cidr=str(net.get("serviceCIDR", "10.96.0.0/16")),
                    pod_cidr=str(net.get("podCIDR", "10.244.0.0/16")), nodes=nodes,
-                   images=tuple(parse_rule(r, f"images[{i}]") for i, r in enumerate(listing(doc.get("images"), "images"))))
+                   images=tuple(parse_rule(r, f"images[{i}]") for i, r in enumerate(listing(doc.get("images"), "images"))),
+                   feature_gates=switches(plane.get("featureGates"), "controlPlane.featureGates", FEATURE_GATE),
+                   runtime_config=switches(plane.get("runtimeConfig"), "controlPlane.runtimeConfig", API_VERSION))
 
 
 def mapping(value, key: str, allowed: tuple[str, ...] = ()) -> dict:
@@ -103,6 +110,24 @@ def mapping(value, key: str, allowed: tuple[str, ...] = ()) -> dict:
     if unknown := [k for k in value or {} if allowed and k not in allowed]:
         raise SectionError(f"{key}.{unknown[0]}", f"unknown key; allowed keys: {', '.join(allowed)}")
     return value or {}
+
+
+FEATURE_GATE = (re.compile(r"[A-Z][A-Za-z0-9]*"), "a Kubernetes feature gate name, e.g. GenericWorkload")
+API_VERSION = (re.compile(r"[a-z0-9.-]+/[a-z0-9]+|api/(all|ga|beta|alpha)"),
+               "an API group/version, e.g. scheduling.k8s.io/v1alpha2 (or api/all, api/ga, api/beta, api/alpha)")
+
+
+def switches(value, key: str, name: tuple[re.Pattern, str]) -> dict[str, bool]:
+    """A mapping of names to true/false (feature gates, runtime-config entries), each name of the given form."""
+    pattern, what = name
+    out = {}
+    for k, v in mapping(value, key).items():
+        if not pattern.fullmatch(str(k)):
+            raise SectionError(f"{key}.{k}", f"not {what}")
+        if not isinstance(v, bool):
+            raise SectionError(f"{key}.{k}", f"must be true or false, got '{v}'")
+        out[str(k)] = v
+    return out
 
 
 def listing(value, key: str) -> list:

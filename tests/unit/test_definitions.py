@@ -70,6 +70,13 @@ def local_doc(**changes):
     (local_doc(nodes=[]), "nodes", "at least one node"),
     (local_doc(network={"podCidr": "10.1.0.0/16"}), "network.podCidr", "unknown key; allowed keys: hostAddress"),
     (local_doc(images=[{"match": "x:*", "runtime": "host", "workdir": "/"}]), "images[0].workdir", "unknown key"),
+    (local_doc(controlPlane={"gates": {}}), "controlPlane.gates", "unknown key; allowed keys: featureGates"),
+    (local_doc(controlPlane={"featureGates": {"GenericWorkload": "yes"}}), "controlPlane.featureGates.GenericWorkload",
+     "must be true or false, got 'yes'"),
+    (local_doc(controlPlane={"featureGates": {"generic-workload": True}}), "controlPlane.featureGates.generic-workload",
+     "not a Kubernetes feature gate name"),
+    (local_doc(controlPlane={"runtimeConfig": {"scheduling.k8s.io": True}}), "controlPlane.runtimeConfig.scheduling.k8s.io",
+     "not an API group/version"),
     ({**yaml.safe_load((CLUSTERS_DIR / "kind-cpu.yaml").read_text()), "kindCluster": {"name": "Big Name"}},
      "kindCluster.config", "must be a kind Cluster config"),
 ])
@@ -79,6 +86,17 @@ def test_a_bad_section_names_the_file_and_key_in_one_line(tmp_path, doc, key, pr
         definition.load(str(path))
     message = str(e.value)
     assert message.startswith(f"cluster definition {path}: {key}: ") and problem in message and "\n" not in message
+
+
+def test_the_control_plane_gates_reach_the_components_that_read_them():
+    """local-was's feature gates go to the apiserver, controller-manager and scheduler; its runtime config to the
+    apiserver alone; a definition without a controlPlane adds no flag."""
+    from rayconformance.clusters.local.controlplane import switch_flags
+    was = definition.load("local-was").section
+    gates = "--feature-gates=GangScheduling=true,GenericWorkload=true"
+    assert switch_flags(was, "kube-apiserver") == [gates, "--runtime-config=scheduling.k8s.io/v1alpha2=true"]
+    assert switch_flags(was, "kube-controller-manager") == switch_flags(was, "kube-scheduler") == [gates]
+    assert switch_flags(definition.load("local-cpu").section, "kube-apiserver") == []
 
 
 def test_the_local_section_is_parsed_only_for_local_definitions(tmp_path):
