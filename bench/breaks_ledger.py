@@ -63,8 +63,8 @@ def case_fields(case) -> dict:
     fields = {}
     for f in dataclasses.fields(case):
         value = getattr(case, f.name)
-        if f.name == "variant" and value is None:
-            continue  # a field added later: cases without one keep the digests they were verified with
+        if f.name in ("variant", "bed") and value is None:
+            continue  # fields added later: cases without one keep the digests they were verified with
         if f.name == "samples":
             value = {name: _source(fn) for name, fn in sorted(value.items())}
         elif callable(value):

@@ -329,6 +329,30 @@ CASES = [
     # the probes ignore rayVersion: a Ray 2.53+ cluster gets the older command probes
     Case("operator_completes_ray_pods_from_group_settings", "probe for rayVersion",
          patch="raycluster-probes-ignore-ray-version"),
+    # gang scheduling (KubeRay v1.7.0 patched, profile kuberay-v1.7.0-was: its KubernetesWAS gate on, on the local-was
+    # bed, which serves Kubernetes' Workload API): the Pods name no PodGroup (each is scheduled on its own)
+    *(Case(test, "each naming PodGroup|to stay unscheduled", profile="kuberay-v1.7.0-was", local=True, bed="local-was",
+           tree_patch="v1.7.0/raycluster-gang-pods-name-no-podgroup")
+      for test in ("whole_cluster_is_one_gang", "gang_that_cannot_fit_starts_no_pod")),
+    # the gang's minCount counts a multi-host group's replicas, not its Pods (replicas x numOfHosts)
+    Case("whole_cluster_is_one_gang", "gang minCount: expected 4, observed 3", profile="kuberay-v1.7.0-was",
+         local=True, bed="local-was", tree_patch="v1.7.0/raycluster-gang-counts-replicas-not-hosts"),
+    # the Workload and PodGroup carry no owner reference: nothing says they are the cluster's, nothing deletes them
+    Case("whole_cluster_is_one_gang", "expected 1 Workload and 1 PodGroup owned by RayCluster .*, observed 0",
+         profile="kuberay-v1.7.0-was", local=True, bed="local-was", tree_patch="v1.7.0/raycluster-gang-not-owned"),
+    # the head Pod names no PodGroup: it is scheduled alone while its workers wait for a gang that cannot form
+    Case("gang_that_cannot_fit_starts_no_pod", "to stay unscheduled", profile="kuberay-v1.7.0-was", local=True,
+         bed="local-was", tree_patch="v1.7.0/raycluster-gang-head-scheduled-alone"),
+    # a changed size leaves the Workload and PodGroup as they were (their minCount stale)
+    Case("gang_follows_suspend_and_scaling", "made anew owned by RayCluster .*, ganging 3 Pods",
+         profile="kuberay-v1.7.0-was", local=True, bed="local-was", tree_patch="v1.7.0/raycluster-gang-not-resized",
+         timeout_scale=0.5),
+    # suspending the cluster deletes its Workload and PodGroup (resuming makes new ones)
+    Case("gang_follows_suspend_and_scaling", "to keep its Workload and PodGroup", profile="kuberay-v1.7.0-was",
+         local=True, bed="local-was", tree_patch="v1.7.0/raycluster-gang-dropped-on-suspend", timeout_scale=0.5),
+    # an autoscaling cluster is gang scheduled too
+    Case("autoscaling_cluster_is_not_gang_scheduled", "each naming no PodGroup", profile="kuberay-v1.7.0-was",
+         local=True, bed="local-was", tree_patch="v1.7.0/raycluster-gang-for-autoscaling"),
     # samples helper
     # KubeRay's own samples under an operator that does not report a Pod creation refused by a quota as
     # ReplicaFailure: each fails at its last step

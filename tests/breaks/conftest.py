@@ -1,12 +1,15 @@
 """One local test bed for all deliberate-break runs (they install and remove the operator themselves); the
-local-gpu cluster, so the GPU test has a GPU node to break on."""
+local-gpu cluster, so the GPU test has a GPU node to break on, or the one RAYCONF_BREAK_BED names for the cases
+that need another (`Case(bed=...)`: local-was, which serves Kubernetes' alpha Workload API)."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-BED_DEFINITION = "local-gpu"
+DEFAULT_BED = "local-gpu"
+BED_ENV = "RAYCONF_BREAK_BED"
+BED_DEFINITION = os.environ.get(BED_ENV) or DEFAULT_BED
 
 
 @pytest.fixture(scope="session")

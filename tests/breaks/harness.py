@@ -30,6 +30,7 @@ class Case:
     profile: str = "kuberay-v1.6.1"  # the profile the break is derived from
     tree_patch: str | None = None  # tests/breaks/patches/<patch>.patch applied to a copy of the profile's source tree
     variant: str | None = None  # tells apart two cases of one test that no patch tells apart (e.g. two saboteurs)
+    bed: str | None = None  # the local bed's cluster definition the case needs (None: the breaks' own, local-gpu)
 
     @property
     def id(self) -> str:
@@ -46,7 +47,7 @@ class Case:
         if self.saboteur or (self.samples and self.local):
             return None
         return (self.profile, self.patch, self.tree_patch, tuple(sorted(self.gates.items())),
-                tuple(sorted(self.env.items())), self.local, self.timeout_scale)
+                tuple(sorted(self.env.items())), self.local, self.timeout_scale, self.bed)
 
 
 def session_keys(cases: list[Case], declared: dict[str, tuple[str, ...]] | None) -> dict[str, tuple | None]:

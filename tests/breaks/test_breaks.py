@@ -19,7 +19,7 @@ import yaml
 from kubernetes import config
 
 from rayconformance.fixtures import ray
-from tests.breaks.conftest import BED_DEFINITION
+from tests.breaks.conftest import BED_DEFINITION, BED_ENV, DEFAULT_BED
 from tests.breaks import cases_raycluster, cases_raycronjob, cases_rayjob, cases_rayservice
 from tests.breaks.harness import Case, declared_samples, patched_tree, session_keys
 from tests.suiterun import SuiteRun, derive_profile, run_suite
@@ -74,7 +74,11 @@ def shared_runs(request) -> Callable[[Case, Path, Path], SuiteRun]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, bed_kubeconfig, shared_runs):
+def test_conformance_test_fails_when_behavior_is_broken(case: Case, tmp_path, request, shared_runs):
+    if (case.bed or DEFAULT_BED) != BED_DEFINITION:
+        pytest.skip(f"runs on the {case.bed or DEFAULT_BED} bed, this run's is {BED_DEFINITION}: "
+                    f"{BED_ENV}={case.bed or DEFAULT_BED} bench/breaks.py run -k <its test>")
+    bed_kubeconfig = request.getfixturevalue("bed_kubeconfig")
     stop = threading.Event()
     saboteur, acted = None, []
     if case.saboteur:

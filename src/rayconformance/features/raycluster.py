@@ -52,6 +52,13 @@ FEATURES: tuple[Feature, ...] = (
     Feature("RayClusterHistoryCollector", "RayCluster", "extended",
             "spec.historyServerOptions (alpha): a collector container with collectorOptions' image, pull policy, "
             "resources and env beside every Ray container; not what it ships (KubeRay 1.7+)"),
+    Feature("RayClusterGangScheduling", "RayCluster", "extended",
+            "gang scheduling on Kubernetes' own scheduler (KubeRay 1.7+, alpha feature gate KubernetesWAS; Kubernetes "
+            "1.36 serving scheduling.k8s.io/v1alpha2 with GenericWorkload and GangScheduling, as cluster local-was): a "
+            "RayCluster labelled ray.io/gang-scheduling-enabled gets one Workload and one PodGroup it controls, "
+            "ganging the head and every worker (a multi-host replica counting its hosts); its Pods name the PodGroup "
+            "and start all together or not at all; the gang survives a suspend, is made anew at the new size when "
+            "the cluster is scaled, and goes with the cluster; an autoscaling cluster gets none"),
     Feature("RayClusterOwnContainerCommand", "RayCluster", "extended",
             "annotation ray.io/overwrite-container-cmd: the Ray container runs its own command and args, unchanged"),
     Feature("RayClusterServeService", "RayCluster", "extended",
