@@ -8,7 +8,8 @@
 #        with RAYCONF_OPERATOR_TREE=dir, `kuberay@tree-<key>` builds that KubeRay source tree (key: its commit, and a
 #        digest of its uncommitted changes: `python -m rayconformance.operator.source_tree build DIR` computes it);
 #        helm: the Helm CLI at HELM_VERSION; actionlint: the workflow linter `make test` checks the CI recipe with,
-#        not built by default; kind: the kind CLI at KIND_VERSION (clusters/kind/build-kind-tools.sh), for a kind
+#        not built by default; certmanager: cert-manager's controller and CRDs at CERT_MANAGER_VERSION from the clone
+#        at RAYCONF_CERTMANAGER_TREE (its dependencies from the Go module proxy), not built by default; kind: the kind CLI at KIND_VERSION (clusters/kind/build-kind-tools.sh), for a kind
 #        run on a user's Docker, not built by default)
 # A KubeRay build also holds bin/submitter, KubeRay's light-weight RayJob submitter (rayjob-submitter/cmd, v1.5.0+)
 # built from the same source; a cached build without it gets just the submitter built.
@@ -287,6 +288,29 @@ build_localpath() {
   report "local-path-provisioner $LOCAL_PATH_PROVISIONER_VERSION" "$t" "$dir/bin"
 }
 
+# cert-manager's controller (cmd/controller: the module github.com/cert-manager/cert-manager/controller-binary, which
+# replaces the root module with ../../ and so builds only inside its repository) and the CRDs it serves (deploy/crds),
+# from the clone at RAYCONF_CERTMANAGER_TREE, which must be at CERT_MANAGER_COMMIT; its dependencies come from the
+# Go module proxy. The binary last: it marks the build complete.
+build_certmanager() {
+  local v=$CERT_MANAGER_VERSION dir=$CACHE/certmanager-$CERT_MANAGER_VERSION tree=${RAYCONF_CERTMANAGER_TREE:-}
+  [ -x "$dir/bin/cert-manager-controller" ] && [ -d "$dir/crd" ] && { echo "build-tools: cert-manager $v cached"; return; }
+  [ -n "$tree" ] && [ -f "$tree/cmd/controller/go.mod" ] ||
+    { echo "build-tools: cert-manager $v needs RAYCONF_CERTMANAGER_TREE (a clone of cert-manager at $v), got '${tree}'" >&2; exit 2; }
+  local commit; commit=$(git -C "$tree" rev-parse HEAD) ||
+    { echo "build-tools: $tree is not a git work tree with a commit" >&2; exit 2; }
+  [ "$commit" = "$CERT_MANAGER_COMMIT" ] ||
+    { echo "build-tools: $tree is at ${commit:0:12}, not at cert-manager $v (${CERT_MANAGER_COMMIT:0:12}): check out the tag" >&2; exit 1; }
+  echo "build-tools: building cert-manager $v from $tree"; local t=$(stamp) work=$dir/src
+  rm -rf "$work" "$dir/bin" "$dir/crd"; mkdir -p "$work" "$dir/bin"
+  (cd "$tree" && git archive "$commit") | tar -xf - -C "$work"
+  (cd "$work/cmd/controller" && go build -trimpath -ldflags "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$v \
+    -X github.com/cert-manager/cert-manager/pkg/util.AppGitCommit=$commit" -o "$dir/bin/cert-manager-controller.new" .)
+  mkdir -p "$dir/crd"; cp "$work"/deploy/crds/*.yaml "$dir/crd/"
+  mv "$dir/bin/cert-manager-controller.new" "$dir/bin/cert-manager-controller"; rm -rf "$work"
+  report "cert-manager $v" "$t" "$dir/bin"
+}
+
 build_actionlint() {
   local dir=$CACHE/actionlint-$ACTIONLINT_VERSION
   [ -x "$dir/bin/actionlint" ] && { echo "build-tools: actionlint $ACTIONLINT_VERSION cached"; return; }
@@ -344,6 +368,9 @@ build_one() {
     localpath) ( [ -n "$v" ] && LOCAL_PATH_PROVISIONER_VERSION=$v; build_localpath ) ;;
     helm) ( [ -n "$v" ] && HELM_VERSION=$v; build_helm ) ;;
     actionlint) ( [ -n "$v" ] && ACTIONLINT_VERSION=$v; build_actionlint ) ;;
+    certmanager) ( [ -z "$v" ] || [ "$v" = "$CERT_MANAGER_VERSION" ] ||
+                   { echo "build-tools: cert-manager is pinned to $CERT_MANAGER_VERSION (versions.env), not $v" >&2; exit 2; }
+                   build_certmanager ) ;;
     etcd|kubernetes|kubectl|kubenode|coredns|gatewayapi) ( "build_$c" ) ;;
     kind) bash "$here/../kind/build-kind-tools.sh" kind ;;
   esac
@@ -366,10 +393,10 @@ if [ ${#ahead[@]} -gt 0 ] && [ -z "${BUILD_TOOLS_NO_PREFETCH:-}" ]; then
 fi
 for arg in "$@"; do
   c=${arg%%@*}; v=${arg#*@}; [ "$v" = "$arg" ] && v=""
-  case " $all kubenode kubectl actionlint kind " in
+  case " $all kubenode kubectl actionlint certmanager kind " in
     *" $c "*) if [ -t 1 ]; then build_one "$c" "$v" 2>&1 | python3 "$here/../progress.py" relay "building $c" "$c" \
                 "$BUILD_TIMES"; else build_one "$c" "$v"; fi ;;
-    *) echo "build-tools: unknown component '$c' (known: $all kubenode kubectl actionlint kind)" >&2; exit 2 ;;
+    *) echo "build-tools: unknown component '$c' (known: $all kubenode kubectl actionlint certmanager kind)" >&2; exit 2 ;;
   esac
 done
 [ -z "${prefetcher:-}" ] || wait "$prefetcher" 2>/dev/null || true

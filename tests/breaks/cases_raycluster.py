@@ -281,6 +281,16 @@ CASES = [
     # the history collector is added to the head Pod only, not to the workers
     Case("collector_beside_every_ray_container", "no container of image busybox",
          profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-history-collector-on-head-only"),
+    # mutual TLS (KubeRay v1.7.0 with its RayClusterMTLS gate: profile kuberay-v1.7.0-mtls): the Ray containers get
+    # RAY_USE_TLS=0 beside the certificate paths, so Ray runs without TLS though its certificates are mounted
+    Case("tls_cluster_gets_its_pki_and_runs_over_tls", r"RAY_USE_TLS='1' \(observed '0'\)",
+         profile="kuberay-v1.7.0-mtls", local=True, tree_patch="v1.7.0/raycluster-tls-switched-off-in-pods"),
+    # the Secrets cert-manager issues are never made the Certificates' own: they outlive the deleted cluster
+    Case("tls_pki_goes_with_the_cluster", "still there: .*Secret ray-head-secret",
+         profile="kuberay-v1.7.0-mtls", local=True, tree_patch="v1.7.0/raycluster-tls-secrets-not-owned"),
+    # tlsOptions present counts as TLS on, whatever enabled says: a cluster with enabled false gets the PKI
+    Case("tls_disabled_leaves_no_tls_parts", "tlsOptions.enabled false .*observed: Issuer ray-selfsigned-issuer",
+         profile="kuberay-v1.7.0-mtls", local=True, tree_patch="v1.7.0/raycluster-tls-enabled-false-ignored"),
     # ray.io/overwrite-container-cmd ignored: the operator puts its own `ray start` after the container's command
     Case("annotations_own_command_and_serve_service", "must run the template's command and args as given",
          patch="raycluster-own-command-replaced"),
