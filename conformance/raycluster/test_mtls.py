@@ -75,9 +75,10 @@ def test_tls_cluster_gets_its_pki_and_runs_over_tls(ctx, cert_manager):
 @pytest.mark.samples(SAMPLE)
 @pytest.mark.covers("RayCluster:spec.tlsOptions.enabled")
 def test_tls_pki_goes_with_the_cluster(ctx, cert_manager):
-    """Deleting a RayCluster with tlsOptions.enabled deletes its Issuers, its Certificates and the CA, head and
-    worker Secrets cert-manager issued for it: nothing of its PKI is left in the namespace."""
+    """Deleting a provisioned RayCluster with tlsOptions.enabled deletes its Issuers, its Certificates and the CA,
+    head and worker Secrets cert-manager issued for it: nothing of its PKI is left in the namespace."""
     cluster = ctx.create_raycluster(SAMPLE)
+    cluster.must_be_provisioned(ctx.timeouts.long)
     uid = cluster.get()["metadata"]["uid"]
     pki = tls.pki_of(cluster.name, uid)
     tls.tls_pki_must_be_issued(ctx.k8s, ctx.namespace, cluster.name, uid, ctx.timeouts.medium)
