@@ -49,6 +49,14 @@ def option(args: list[str], name: str) -> str | None:
     return None
 
 
+def suite_paths(args: list[str]) -> list[str]:
+    """What pytest collects: the test paths among `args` (files or node ids under conformance/, as the suite's own
+    command line takes them), else the whole of conformance/."""
+    given = [a for a in args if not a.startswith("-") and a.split("::")[0].startswith("conformance/")
+             and (ROOT / a.split("::")[0]).exists()]
+    return [] if given else ["conformance"]
+
+
 def run_suite(run_dir: Path, run_id: str, jobs: str, period: float, extra: list[str]) -> int:
     """Runs pytest with the sampler beside it; returns pytest's exit code."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -63,7 +71,7 @@ def run_suite(run_dir: Path, run_id: str, jobs: str, period: float, extra: list[
             time.sleep(0.05)
         if sampler.poll() is not None:
             raise SystemExit(f"bench/cpu: the sampler exited ({sampler.returncode}) before the run started")
-        argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", "-p", "bench.cpu_marks",
+        argv = [sys.executable, "-m", "pytest", *suite_paths(extra), "-p", "no:cacheprovider", "-p", "bench.cpu_marks",
                 "-n", str(jobs), *([] if option(extra, "--run-id") else ["--run-id", run_id]), *extra]
         env = {**os.environ, "RAYCONF_CPU_RUN": run_id, "RAYCONF_CPU_MARKS": str(run_dir / MARKS)}
         print(f"bench/cpu: {' '.join(argv[1:])}", flush=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 import runs_ledger
-from cpu import jobs_arg
+from cpu import jobs_arg, suite_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,7 @@ class MemorySampler:
 
 def one_run(index: int, jobs: str, extra: list[str]) -> dict:
     run_id = f"bench-suite-{time.strftime('%Y%m%d-%H%M%S')}-{index}"
-    argv = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", "-q", "-n", str(jobs),
+    argv = [sys.executable, "-m", "pytest", *suite_paths(extra), "-p", "no:cacheprovider", "-q", "-n", str(jobs),
             "--run-id", run_id, *extra]
     started = time.monotonic()
     with MemorySampler() as mem:

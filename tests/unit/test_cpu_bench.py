@@ -302,3 +302,10 @@ def test_sample_settings_reach_every_ray_container_and_group_but_keep_what_a_sam
     assert worker["rayStartParams"] == {"include-log-monitor": "false"}
     assert worker["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "0"}, {"name": "B", "value": "1"}]
     assert sample_settings.apply({"kind": "Service", "spec": {}}, {"A": "0"}, {}) == (0, 0)
+
+
+def test_test_paths_given_narrow_the_run_else_the_whole_suite_runs():
+    assert cpu.suite_paths(["-k", "provisioning", "--run-id", "x"]) == ["conformance"]
+    files = ["conformance/rayservice/test_upgrade.py", "conformance/rayservice/test_head_loss.py::test_x"]
+    assert cpu.suite_paths([*files, "--operator-profile", "kuberay-v1.7.0"]) == []
+    assert cpu.suite_paths(["-k", "conformance"]) == ["conformance"]
