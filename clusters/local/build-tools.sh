@@ -291,10 +291,11 @@ build_localpath() {
 # cert-manager's controller (cmd/controller: the module github.com/cert-manager/cert-manager/controller-binary, which
 # replaces the root module with ../../ and so builds only inside its repository) and the CRDs it serves (deploy/crds),
 # from the clone at RAYCONF_CERTMANAGER_TREE, which must be at CERT_MANAGER_COMMIT; its dependencies come from the
-# Go module proxy. The binary last: it marks the build complete.
+# Go module proxy. The binary (bin/certmanager: a tool's binary is named after it, the local provider's image
+# rules look for bin/<tool>) last: it marks the build complete.
 build_certmanager() {
   local v=$CERT_MANAGER_VERSION dir=$CACHE/certmanager-$CERT_MANAGER_VERSION tree=${RAYCONF_CERTMANAGER_TREE:-}
-  [ -x "$dir/bin/cert-manager-controller" ] && [ -d "$dir/crd" ] && { echo "build-tools: cert-manager $v cached"; return; }
+  [ -x "$dir/bin/certmanager" ] && [ -d "$dir/crd" ] && { echo "build-tools: cert-manager $v cached"; return; }
   [ -n "$tree" ] && [ -f "$tree/cmd/controller/go.mod" ] ||
     { echo "build-tools: cert-manager $v needs RAYCONF_CERTMANAGER_TREE (a clone of cert-manager at $v), got '${tree}'" >&2; exit 2; }
   local commit; commit=$(git -C "$tree" rev-parse HEAD) ||
@@ -305,9 +306,9 @@ build_certmanager() {
   rm -rf "$work" "$dir/bin" "$dir/crd"; mkdir -p "$work" "$dir/bin"
   (cd "$tree" && git archive "$commit") | tar -xf - -C "$work"
   (cd "$work/cmd/controller" && go build -trimpath -ldflags "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$v \
-    -X github.com/cert-manager/cert-manager/pkg/util.AppGitCommit=$commit" -o "$dir/bin/cert-manager-controller.new" .)
+    -X github.com/cert-manager/cert-manager/pkg/util.AppGitCommit=$commit" -o "$dir/bin/certmanager.new" .)
   mkdir -p "$dir/crd"; cp "$work"/deploy/crds/*.yaml "$dir/crd/"
-  mv "$dir/bin/cert-manager-controller.new" "$dir/bin/cert-manager-controller"; rm -rf "$work"
+  mv "$dir/bin/certmanager.new" "$dir/bin/certmanager"; rm -rf "$work"
   report "cert-manager $v" "$t" "$dir/bin"
 }
 
