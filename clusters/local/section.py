@@ -34,6 +34,26 @@ class ImageRule:
     def matches(self, image: str) -> bool:
         return fnmatch.fnmatchcase(image, self.match)
 
+    def build(self, image: str) -> tuple[str, str, str] | None:
+        """What runs `image` under a kuberay or tool rule, as the tool cache keys it: (component, version, the
+        file inside `<component>-<version>` whose presence says it is built). None for the host and Ray runtimes,
+        which the tool cache does not build."""
+        tag = image_tag(image)
+        if self.runtime == "kuberay":
+            version = tag if tag.startswith(("v", "tree-")) else f"v{tag}"  # a release, or a source tree's build
+            return "kuberay", version, f"bin/{self.binary or 'ray-operator'}"
+        if self.runtime == "tool":
+            command = self.entrypoint[0] if self.entrypoint and "/" not in self.entrypoint[0] else ""
+            return self.tool, tag, f"bin/{command}" if command else "bin"
+        return None
+
+
+def image_tag(image: str) -> str:
+    """An image reference's tag ("latest" when it names none; a digest is ignored)."""
+    image = image.split("@", 1)[0]
+    last = image.rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else "latest"
+
 
 @dataclass(frozen=True)
 class NodeDef:

@@ -12,6 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+# Imported before any pytester run: a module first imported inside an in-process run is dropped from sys.modules
+# when it ends, so a later `monkeypatch.setattr(toolcache, ...)` would patch a stale copy and the code under test
+# would build into the real tool cache.
+import rayconformance.clusters.toolcache  # noqa: F401
+
 RUN_ID = "unit"
 
 FAKE_PROVIDER = '''

@@ -189,3 +189,36 @@ def test_the_operator_image_tag_picks_a_release_or_a_source_tree_build(tag, cach
     monkeypatch.setattr(images, "CACHE", tmp_path)
     rt = images.Images(section.load("local-cpu")).resolve(f"quay.io/kuberay/operator:{tag}")
     assert str(binary) in str(vars(rt))
+
+
+def test_the_provider_and_the_node_agent_agree_on_what_is_built(tmp_path, monkeypatch):
+    """One marker per rule: the file `load_images` builds until it exists is the one a Pod's pull needs, so a
+    tool whose binary is not named after it (local-path-provisioner) is not rebuilt, nor pulled half-built."""
+    from rayconformance.clusters import toolcache
+    from rayconformance.providers import make_provider
+
+    monkeypatch.setattr(images, "CACHE", tmp_path)
+    monkeypatch.setattr(toolcache, "CACHE", tmp_path)
+    built = []
+
+    def ensure(component, version, marker, env=None):
+        built.append((component, version, marker))
+        (tmp_path / f"{component}-{version}" / marker).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{component}-{version}" / marker).touch()
+        return tmp_path / f"{component}-{version}"
+
+    monkeypatch.setattr(toolcache, "ensure", ensure)
+    provider = make_provider("local", "local-gpu", tmp_path / "run")
+    store = images.Images(provider.section)
+    for rule in provider.section.images:
+        if rule.runtime not in ("kuberay", "tool"):
+            continue
+        image = rule.match.replace("*", "v9.9.9")
+        assert rule.build(image)[0] == (rule.tool or "kuberay")
+        provider.load_images([image])
+        assert store.resolve(image).image == image  # a pull finds what the load built
+    assert built and all(m.startswith("bin") for _, _, m in built)
+    assert section.ImageRule("x:*", "tool", ("x",), tool="x").build("x:1") == ("x", "1", "bin/x")
+    assert section.ImageRule("x:*", "tool", tool="x").build("x:1") == ("x", "1", "bin")
+    assert section.ImageRule("k:*", "kuberay").build("k:1.6.1") == ("kuberay", "v1.6.1", "bin/ray-operator")
+    assert section.image_tag("a/b:1@sha256:00") == "1" and section.image_tag("host:5000/b") == "latest"

@@ -211,12 +211,15 @@ def test_a_tree_build_records_its_repository_ref_and_commit_for_another_machine(
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "x"], check=True)
     commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    opts = SimpleNamespace(operator_tree=str(tree), provider="local", profile=profiles.load("kuberay-v1.7.0"))
+    profile = profiles.load("kuberay-v1.7.0")
+    opts = SimpleNamespace(operator_tree_key=source_tree.tree_key(tree), provider="local", profile=profile)
     assert recipe.operator_source(opts) == {"repository": "https://github.com/ray-project/kuberay", "ref": "v1.7.0",
                                             "commit": commit}
     (tree / "ray-operator" / "go.mod").write_text(f"module {source_tree.MODULE}\n\ngo 1.24\n")
+    assert recipe.operator_source(opts)["commit"] == commit  # as read at start, not again
+    opts = SimpleNamespace(operator_tree_key=source_tree.tree_key(tree), provider="local", profile=profile)
     assert set(recipe.operator_source(opts)) == {"repository", "ref", "commit", "uncommittedChanges"}
-    assert recipe.operator_source(SimpleNamespace(operator_tree=None)) is None
+    assert recipe.operator_source(SimpleNamespace(operator_tree_key=None)) is None
     notes: list[str] = []
     section = {"operatorTree": str(tmp_path / "gone"), "operatorSource": recipe.operator_source(opts)}
     assert reproduce.tree_args(section, notes) == []

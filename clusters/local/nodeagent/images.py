@@ -30,7 +30,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..section import LocalSection
+from ..section import LocalSection, image_tag
 from ...toolcache import CACHE
 
 log = logging.getLogger("nodeagent.images")
@@ -72,16 +72,10 @@ class Runtime:
         return argv
 
 
-def _tag(image: str) -> str:
-    image = image.split("@", 1)[0]
-    last = image.rsplit("/", 1)[-1]
-    return last.split(":", 1)[1] if ":" in last else "latest"
-
-
 def ray_version(image: str) -> str:
-    m = re.match(r"^(\d+\.\d+\.\d+)", _tag(image))
+    m = re.match(r"^(\d+\.\d+\.\d+)", image_tag(image))
     if not m:
-        raise ImageError(f'failed to pull image "{image}": tag "{_tag(image)}" does not name a Ray release '
+        raise ImageError(f'failed to pull image "{image}": tag "{image_tag(image)}" does not name a Ray release '
                          f"(the local provider installs Ray from PyPI by version)")
     return m.group(1)
 
@@ -188,9 +182,8 @@ class Images:
         if rule.runtime == "host":
             return Runtime("host", image, f"host://{image}", BASE_PATH, list(rule.entrypoint))
         if rule.runtime == "kuberay":
-            tag = _tag(image)
-            tag = tag if tag.startswith(("v", "tree-")) else f"v{tag}"  # a release, or a source tree's build
-            binary = CACHE / f"kuberay-{tag}" / "bin" / (rule.binary or "ray-operator")
+            _, tag, marker = rule.build(image)
+            binary = CACHE / f"kuberay-{tag}" / marker
             if not binary.exists():
                 raise ImageError(f'failed to pull image "{image}": KubeRay {tag} is not built with {binary.name} '
                                  f"({binary} missing; run clusters/local/build-tools.sh kuberay@{tag})")
@@ -200,11 +193,11 @@ class Images:
                                {entry[0]: str(binary)})
             return Runtime("kuberay", image, f"kuberay://{tag}", BASE_PATH, entry, {"/manager": str(binary)})
         if rule.runtime == "tool":
-            tag = _tag(image)
-            bindir = CACHE / f"{rule.tool}-{tag}" / "bin"
-            if not bindir.is_dir():
+            _, tag, marker = rule.build(image)
+            built, bindir = CACHE / f"{rule.tool}-{tag}" / marker, CACHE / f"{rule.tool}-{tag}" / "bin"
+            if not built.exists():
                 raise ImageError(f'failed to pull image "{image}": {rule.tool} {tag} is not built '
-                                 f"({bindir} missing; run clusters/local/build-tools.sh {rule.tool})")
+                                 f"({built} missing; run clusters/local/build-tools.sh {rule.tool})")
             return Runtime("tool", image, f"{rule.tool}://{tag}", f"{bindir}:{BASE_PATH}", list(rule.entrypoint))
         version = ray_version(image)
         venv = VENVS / f"ray-{version}"

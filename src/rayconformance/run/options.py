@@ -13,6 +13,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
@@ -23,6 +24,9 @@ from rayconformance.operator import profiles
 from rayconformance.report import baseline, signing
 
 from . import ray_versions, shards
+
+if TYPE_CHECKING:
+    from rayconformance.operator.source_tree import TreeKey
 
 GROUP = "rayconformance"
 OPTIONS_FILE = "conformance-options-file"
@@ -138,6 +142,7 @@ class Options:
     implementation: dict  # the profile's implementation block with the --report-* overrides applied
     ray_version: str | None = None  # --ray-version, else the profile's default (None: the profile names none)
     operator_tree: str | None = None  # --operator-tree, else $RAYCONF_OPERATOR_TREE (operator/source_tree.py)
+    operator_tree_key: TreeKey | None = None  # its source_tree.TreeKey (commit, uncommitted changes), read once at start
     provider_factory: str | None = None
     attach_kubeconfig: Path | None = None  # a cluster already up, used and left up
     provider_reason: str = ""  # why this provider: the option that named it, or what the machine offers
@@ -220,10 +225,11 @@ def check_ray_version(wanted: str | None, profile: profiles.Profile) -> str | No
     return wanted
 
 
-def check_operator_tree(option: str | None, profile: profiles.Profile, provider: str, collect_only: bool) -> str | None:
-    """The source tree the profile's install on `provider` builds (--operator-tree, else RAYCONF_OPERATOR_TREE), or
-    None when it installs a release; a profile that needs a tree and has none is a one-line error (except when only
-    collecting)."""
+def check_operator_tree(option: str | None, profile: profiles.Profile, provider: str,
+                        collect_only: bool) -> TreeKey | None:
+    """The key (source_tree.TreeKey) of the source tree the profile's install on `provider` builds (--operator-tree,
+    else RAYCONF_OPERATOR_TREE), or None when it installs a release; a profile that needs a tree and has none is a
+    one-line error (except when only collecting)."""
     from rayconformance.operator import source_tree
 
     try:
@@ -232,7 +238,7 @@ def check_operator_tree(option: str | None, profile: profiles.Profile, provider:
         if collect_only:
             return None
         raise pytest.UsageError(str(e)) from None
-    return str(key.tree) if key else None
+    return key
 
 
 def resolve_cluster(v: dict, workerinput: dict | None) -> tuple[str, ClusterDefinition | None]:
@@ -321,7 +327,7 @@ def load(config: pytest.Config) -> Options:
         raise pytest.UsageError(str(e)) from None
 
     ray_version = check_ray_version(v["ray-version"], profile)
-    operator_tree = check_operator_tree(v["operator-tree"], profile, provider, config.option.collectonly)
+    tree_key = check_operator_tree(v["operator-tree"], profile, provider, config.option.collectonly)
 
     report_dir = config.invocation_params.dir / v["report-dir"]
     if v["fail-on"] not in baseline.FAIL_ON:
@@ -366,7 +372,7 @@ def load(config: pytest.Config) -> Options:
         baseline=base, fail_on=v["fail-on"], shard=shards.parse(v["shard"]),
         durations=shards.durations(durations_from), report_dir=report_dir, run_id=run_id,
         keep_resources=v["keep-resources"], mode=v["mode"], implementation=implementation, ray_version=ray_version,
-        operator_tree=operator_tree, provider_factory=config.getoption(dest(PROVIDER_FACTORY)), attach_kubeconfig=attach,
+        operator_tree=str(tree_key.tree) if tree_key else None, operator_tree_key=tree_key, provider_factory=config.getoption(dest(PROVIDER_FACTORY)), attach_kubeconfig=attach,
         provider_reason=why, durations_from=durations_from, sign_key=sign_key,
     )
 

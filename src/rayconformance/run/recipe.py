@@ -78,18 +78,13 @@ def directory(path: Path) -> str:
 
 def operator_source(opts) -> dict | None:
     """For an operator built from a source tree: the repository and ref its profile names, the tree's commit, and
-    the digest of its uncommitted changes (a patched tree), so that another machine can build the same operator
-    from a clone. None for a release."""
-    if not opts.operator_tree:
+    the digest of its uncommitted changes (a patched tree), as read when the run started (`Options`), so that
+    another machine can build the same operator from a clone. None for a release."""
+    key = getattr(opts, "operator_tree_key", None)
+    if key is None:
         return None
-    from rayconformance.operator import source_tree
-
     section = opts.profile.install.get(opts.provider)
     src = section.source if section else None
-    try:
-        key = source_tree.tree_key(Path(opts.operator_tree))
-    except source_tree.SourceTreeError:
-        return None
     out = {"repository": src.repository if src else None, "ref": src.ref if src else None, "commit": key.commit,
            "uncommittedChanges": key.dirty}
     return {k: v for k, v in out.items() if v}
@@ -106,8 +101,7 @@ def section(config: pytest.Config, opts) -> dict:
            "suiteCommit": release.git(release.ROOT, "rev-parse", "HEAD"),
            "operatorProfile": opts.profile.name,
            "operatorTree": opts.operator_tree,
-           "operatorTreeCommit": release.git(Path(opts.operator_tree), "rev-parse", "HEAD") if opts.operator_tree
-           else None,
+           "operatorTreeCommit": opts.operator_tree_key.commit if getattr(opts, "operator_tree_key", None) else None,
            "operatorSource": operator_source(opts),
            "provider": opts.provider,
            "cluster": opts.definition.name if opts.definition else None,
