@@ -54,7 +54,9 @@ def test_gang_follows_suspend_and_scaling(ctx):
     """A gang-scheduled RayCluster of a head and 1 worker (a gang of 2) keeps the same Workload and PodGroup while
     suspended and after it resumes, its new Pods naming that PodGroup again. Scaled to 2 workers it gets a new
     Workload and PodGroup ganging 3 Pods, and the new worker runs; scaled back to 1, new ones ganging 2; given a
-    second worker group of 1, new ones ganging 3 again, and the group's worker runs."""
+    second worker group of 1, new ones ganging 3 again, and the group's worker runs. With that second group
+    suspended (a worker group's own `suspend`), new ones ganging 2: the group's Pod is deleted while the head and
+    the first group's worker keep running, both naming the PodGroup."""
     body = opted_in(ctx, "raycluster-basic")
     cluster = ctx.create_raycluster(body)
     objects = gang_must_be(ctx.k8s, ctx.namespace, cluster.name, 2, ctx.timeouts.short,
@@ -82,6 +84,39 @@ def test_gang_follows_suspend_and_scaling(ctx):
         cluster.workers_must_be_running_and_ready(workers, what=f"the cluster {change}")
         pods_must_name(ctx.k8s, ctx.namespace, cluster.name, podgroup_name(objects), 1 + workers, ctx.timeouts.pods,
                        what=f"the Pods of the cluster {change}")
+
+    before = uids(objects)
+    cluster.patch({"spec": {"workerGroupSpecs": [small, {**small, "groupName": "second", "suspend": True}]}})
+    objects = gang_must_be(ctx.k8s, ctx.namespace, cluster.name, 2, ctx.timeouts.short,
+                           what="the cluster with its second group suspended", not_uids=before)
+    cluster.group_workers_must_be_running_and_ready("second", 0, what="the suspended group's worker to be deleted")
+    cluster.group_workers_must_be_running_and_ready(small["groupName"], 1,
+                                                    what="the first group's worker to keep running")
+    pods_must_name(ctx.k8s, ctx.namespace, cluster.name, podgroup_name(objects), 2, ctx.timeouts.pods,
+                   what="the Pods of the cluster with its second group suspended")
+
+
+@pytest.mark.feature("RayClusterGangScheduling", "RayClusterUpgradeStrategyRecreate")
+@pytest.mark.samples("raycluster-recreate")
+def test_recreate_upgrade_keeps_the_gang(ctx):
+    """A gang-scheduled RayCluster with upgradeStrategy Recreate (a head and 1 worker, a gang of 2) whose Pod
+    templates change gets a new head and a new worker, and keeps the same Workload and PodGroup: the gang's size did
+    not change, so nothing of it is made again, and the new Pods name that PodGroup."""
+    cluster = ctx.create_raycluster(opted_in(ctx, "raycluster-recreate"))
+    objects = gang_must_be(ctx.k8s, ctx.namespace, cluster.name, 2, ctx.timeouts.short,
+                           what="a RayCluster of a head and 1 worker with upgradeStrategy Recreate")
+    cluster.must_be_provisioned()
+    old_head = cluster.head_pod()
+
+    spec = cluster.get()["spec"]
+    for template in [spec["headGroupSpec"]["template"]] + [g["template"] for g in spec["workerGroupSpecs"]]:
+        template["spec"]["containers"][0]["env"] = [{"name": "CONFORMANCE_REVISION", "value": "2"}]
+    cluster.patch({"spec": {"headGroupSpec": spec["headGroupSpec"], "workerGroupSpecs": spec["workerGroupSpecs"]}})
+    cluster.new_head_must_be_ready(old_head.metadata.uid, ctx.timeouts.long)
+    cluster.workers_must_be_running_and_ready(1, what="the worker to be recreated from the changed template")
+    gang_must_stay(ctx.k8s, ctx.namespace, cluster.name, objects, STEADY_S, what="the cluster after its Recreate upgrade")
+    pods_must_name(ctx.k8s, ctx.namespace, cluster.name, podgroup_name(objects), 2, ctx.timeouts.pods,
+                   what="the recreated Pods")
 
 
 @pytest.mark.feature("RayClusterGangScheduling")

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from rayconformance.fixtures.expect import raycluster_tls as tls
+from rayconformance.fixtures.expect.raycluster_pods import runs_ray_autoscaler
 from rayconformance.fixtures.programs import program
 
 SAMPLE = "raycluster-mtls"
@@ -69,6 +70,43 @@ def test_tls_cluster_gets_its_pki_and_runs_over_tls(ctx, cert_manager):
             f"on Ray node {ip}: expected RAY_USE_TLS=1 and the GCS to present the head's certificate (naming "
             f"{head_service_dns(cluster)}...) over a TLS handshake verified against the cluster's CA; observed "
             f"RAY_USE_TLS={use_tls}, {seen}")
+
+
+@pytest.mark.feature("RayClusterMTLS", "RayClusterAutoscalerV1")
+@pytest.mark.samples(SAMPLE)
+@pytest.mark.covers("RayCluster:spec.tlsOptions.enabled")
+def test_tls_reaches_every_group_the_autoscaler_and_the_gcs_wait(ctx, cert_manager):
+    """With tlsOptions.enabled on a cluster of two worker groups autoscaled by Ray's in-tree autoscaler, the workers
+    of both groups mount the worker Secret with Ray's TLS settings, and so does the head with its own; the head's
+    autoscaler sidecar, which talks to the GCS, has Ray's TLS settings and the certificates mounted; and the init
+    containers the operator puts before a worker's Ray container to wait for the GCS (KubeRay's wait-gcs-ready),
+    besides the one waiting for the certificate, have them too."""
+    body = ctx.sample(SAMPLE)
+    body["spec"]["enableInTreeAutoscaling"] = True
+    body["spec"]["autoscalerOptions"] = {"version": "v1"}
+    small = body["spec"]["workerGroupSpecs"][0]
+    small["minReplicas"] = 1  # the autoscaler keeps one worker per group
+    body["spec"]["workerGroupSpecs"].append({**small, "groupName": "second"})
+    cluster = ctx.create_raycluster(body)
+    pki = tls.pki_of(cluster.name, cluster.get()["metadata"]["uid"])
+
+    # step 1: the Pods as the operator made them (a container without TLS could not reach the GCS to start)
+    cluster.worker_pods_must_number(2, what="a worker Pod in each of the 2 groups", consecutive=1)
+    head = cluster.head_pod()
+    tls.pod_must_carry_tls(head, pki.head_secret)
+    tls.containers_must_carry_tls(head, [c.name for c in head.spec.containers[1:] if runs_ray_autoscaler(c)],
+                                  which="the autoscaler sidecar")
+    for group in ("small", "second"):
+        workers = cluster.group_pods(group)
+        assert len(workers) == 1, f"expected 1 worker Pod in group {group} of RayCluster {cluster.name}; " \
+                                  f"observed {[p.metadata.name for p in workers]}"
+        tls.pod_must_carry_tls(workers[0], pki.worker_secret)
+        waits = [c.name for c in workers[0].spec.init_containers or [] if c.name != tls.SAN_INIT]
+        tls.containers_must_carry_tls(workers[0], waits, which=f"group {group}'s init containers waiting for the GCS")
+
+    # step 2: with them the cluster comes up, its autoscaler running
+    cluster.must_be_provisioned(ctx.timeouts.long)
+    cluster.head_must_run_autoscaler_sidecar(what="the head Pod")
 
 
 @pytest.mark.feature("RayClusterMTLS")

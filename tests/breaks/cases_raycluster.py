@@ -291,6 +291,14 @@ CASES = [
     # tlsOptions present counts as TLS on, whatever enabled says: a cluster with enabled false gets the PKI
     Case("tls_disabled_leaves_no_tls_parts", "tlsOptions.enabled false .*observed: Issuer ray-selfsigned-issuer",
          profile="kuberay-v1.7.0-mtls", local=True, tree_patch="v1.7.0/raycluster-tls-enabled-false-ignored"),
+    # the autoscaler sidecar gets no TLS settings (it cannot reach the GCS that speaks TLS)
+    Case("tls_reaches_every_group_the_autoscaler_and_the_gcs_wait", "the autoscaler sidecar: expected autoscaler: "
+         "RAY_USE_TLS='1'", profile="kuberay-v1.7.0-mtls", local=True,
+         tree_patch="v1.7.0/raycluster-tls-not-in-autoscaler"),
+    # the workers' wait-gcs-ready init container gets no TLS settings (it probes the GCS in plain text, forever)
+    Case("tls_reaches_every_group_the_autoscaler_and_the_gcs_wait", "init containers waiting for the GCS: expected "
+         "wait-gcs-ready: RAY_USE_TLS='1'", profile="kuberay-v1.7.0-mtls", local=True,
+         tree_patch="v1.7.0/raycluster-tls-not-in-gcs-wait"),
     # ray.io/overwrite-container-cmd ignored: the operator puts its own `ray start` after the container's command
     Case("annotations_own_command_and_serve_service", "must run the template's command and args as given",
          patch="raycluster-own-command-replaced"),
@@ -360,6 +368,14 @@ CASES = [
     # suspending the cluster deletes its Workload and PodGroup (resuming makes new ones)
     Case("gang_follows_suspend_and_scaling", "to keep its Workload and PodGroup", profile="kuberay-v1.7.0-was",
          local=True, bed="local-was", tree_patch="v1.7.0/raycluster-gang-dropped-on-suspend", timeout_scale=0.5),
+    # a suspended worker group still counts in the gang's minCount (the gang waits for Pods that will never come)
+    Case("gang_follows_suspend_and_scaling", "with its second group suspended: .*gang minCount: expected 2, observed 3",
+         profile="kuberay-v1.7.0-was", local=True, bed="local-was",
+         tree_patch="v1.7.0/raycluster-gang-counts-suspended-group", timeout_scale=0.5),
+    # the Workload is remade on every spec change (its generation in a label), a Recreate upgrade included
+    Case("recreate_upgrade_keeps_the_gang", "after its Recreate upgrade: RayCluster .* to keep its Workload and PodGroup",
+         profile="kuberay-v1.7.0-was", local=True, bed="local-was",
+         tree_patch="v1.7.0/raycluster-gang-remade-on-every-change"),
     # an autoscaling cluster is gang scheduled too
     Case("autoscaling_cluster_is_not_gang_scheduled", "each naming no PodGroup", profile="kuberay-v1.7.0-was",
          local=True, bed="local-was", tree_patch="v1.7.0/raycluster-gang-for-autoscaling"),
