@@ -13,7 +13,7 @@ from rayconformance.clusters import definition as definitions
 from rayconformance.clusters import kind as kindtools
 from rayconformance.clusters.toolcache import ToolBuildError
 from rayconformance.providers import ProviderError, make_provider
-from rayconformance.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider
+from rayconformance.providers.kind import GPU_WAIT_SECONDS, INSTALL, PLUGIN_SOURCE, KindProvider, with_cgroupfs
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGES = ["redis:7.4.0", "python:3.11-slim", "traefik:v3.6.12"]
@@ -29,8 +29,9 @@ def gpu_nodes(count):
 class Runner:
     """Records argv lists; answers from a few rules. `fail` maps a command prefix to its stderr (exit 1)."""
 
-    def __init__(self, clusters="", missing=(), fail=None, nodes=(), daemon=True, engine=False):
+    def __init__(self, clusters="", missing=(), fail=None, nodes=(), daemon=True, engine=False, cgroup="2"):
         self.calls, self.clusters, self.missing, self.fail = [], clusters, set(missing), fail or {}
+        self.cgroup = cgroup  # the engine host's cgroup version, as `docker info` reports it
         self.nodes, self.daemon, self.engine = list(nodes), daemon, engine  # engine: the project's answers
 
     def __call__(self, argv, timeout):
@@ -45,7 +46,8 @@ class Runner:
                 return subprocess.CompletedProcess(argv, 1, "", f"Creating...\nERROR: {stderr}\n")
         if argv[:2] == ["docker", "info"]:
             up = self.engine if on_engine else self.daemon
-            out, err, rc = ("27.3.1\n", "", 0) if up else ("", DAEMON_DOWN + "\n", 1)
+            answer = f"{self.cgroup}\n" if "{{.CgroupVersion}}" in argv else "27.3.1\n"
+            out, err, rc = (answer, "", 0) if up else ("", DAEMON_DOWN + "\n", 1)
         elif argv[:2] == ["bash", str(kindtools.ENGINE_SCRIPT)] and argv[2] == "up":
             self.engine = True
         elif argv[:2] == ["docker", "images"]:
@@ -92,6 +94,7 @@ def test_cpu_cluster_is_created_loaded_and_deleted(tmp_path):
     assert r.lines() == [
         "docker info --format {{.ServerVersion}}",
         "kind get clusters",
+        "docker info --format {{.CgroupVersion}}",
         f"kind create cluster --name rayconformance-cpu --config {cfg} --kubeconfig {kc} --wait=300s",
         *[f"docker image inspect --format {{{{.Id}}}} {i}" for i in IMAGES],
         "kind load docker-image --name rayconformance-cpu " + " ".join(IMAGES),
@@ -103,6 +106,21 @@ def test_cpu_cluster_is_created_loaded_and_deleted(tmp_path):
     assert r.lines()[-1] == f"kind delete cluster --name rayconformance-cpu --kubeconfig {kc}"
     p.down()
     assert len([c for c in r.lines() if c.startswith("kind delete")]) == 1
+
+
+def test_on_a_cgroup_v1_engine_the_nodes_use_the_cgroupfs_driver(tmp_path):
+    """kubelet and containerd both switch (kind's own settings before Kubernetes 1.24), the definition's patches kept;
+    a definition that names a kubelet cgroup driver is left as it is."""
+    p, _ = provider("kind-cpu", tmp_path, Runner(cgroup="1"))
+    p.up()
+    cfg = yaml.safe_load((tmp_path / "kind-config.yaml").read_text())
+    kubelet = [yaml.safe_load(x) for x in cfg["kubeadmConfigPatches"]]
+    assert {"kind": "KubeletConfiguration", "failCgroupV1": False} in kubelet
+    assert {"kind": "KubeletConfiguration", "cgroupDriver": "cgroupfs"} in kubelet
+    assert cfg["containerdConfigPatches"] == [
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroup = false\n']
+    named = {"kubeadmConfigPatches": ["kind: KubeletConfiguration\ncgroupDriver: systemd\n"]}
+    assert with_cgroupfs(json.loads(json.dumps(named))) == named
 
 
 def test_gpu_cluster_runs_the_fake_device_plugin_and_waits_for_gpus(tmp_path):
@@ -297,6 +315,7 @@ def test_without_docker_the_project_engine_runs_the_offline_cluster_and_stops(tm
         f"{ENGINE} docker load -i {tmp_path / 'node.tar'}",
         f"{ENGINE} docker images rayconformance/kind-node --format {{{{.Repository}}}}:{{{{.Tag}}}}",
         f"{ENGINE} docker rmi rayconformance/kind-node:v1.36.2-old",
+        f"{ENGINE} docker info --format {{{{.CgroupVersion}}}}",
         f"{kind} create cluster --name rayconformance-cpu --config {cfg} --kubeconfig {kc} --wait=300s "
         f"--image {NODE_TAG}",
         *[f"{kind} load image-archive --name rayconformance-cpu {archives[i]}" for i in IMAGES],
