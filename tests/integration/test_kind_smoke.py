@@ -64,6 +64,12 @@ def test_kind_cpu_provisions_a_raycluster(tmp_path):
             routes = subprocess.run(["ip", "-n", "rayconf-engine", "route", "show", "default"], capture_output=True,
                                     text=True, check=True).stdout
             assert routes.strip() == "", f"the engine's network namespace has a default route: {routes}"
+        if provider._engine_cgroup_version() == "1":  # the nodes' kubelet and runc on cgroupfs (providers/kind.py)
+            node = f"{cluster.name}-control-plane"
+            kubelet = provider._run("docker", "exec", node, "cat", "/var/lib/kubelet/config.yaml")
+            containerd = provider._run("docker", "exec", node, "cat", "/etc/containerd/config.toml")
+            assert "cgroupDriver: cgroupfs" in kubelet and "SystemdCgroup = false" in containerd, \
+                f"expected kubelet and containerd on cgroupfs (cgroup v1):\n{kubelet}\n{containerd}"
         profile = profiles.load("kuberay-v1.6.1")
         provider.load_images([f"rayproject/ray:{profile.ray_version}"])  # the sample's image, as the suite loads it
         installer.install(profile, cluster, tmp_path / "operator", provider)
