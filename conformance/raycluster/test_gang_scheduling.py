@@ -15,6 +15,7 @@ OPT_IN = "ray.io/gang-scheduling-enabled"
 STEADY_S = 10  # how long the gang is watched for a change nothing asked for
 UNPLACED_S = 20  # how long a gang that cannot fit is watched for a Pod the scheduler places
 NO_NODE_FITS = {"memory": "100000Gi"}  # a request no node of any test cluster can give
+MANY_GROUPS = 8  # a template per group and the head's would be 9: a Workload holds at most 8 PodGroup templates
 
 
 def opted_in(ctx, sample: str) -> dict:
@@ -94,6 +95,23 @@ def test_gang_follows_suspend_and_scaling(ctx):
                                                     what="the first group's worker to keep running")
     pods_must_name(ctx.k8s, ctx.namespace, cluster.name, podgroup_name(objects), 2, ctx.timeouts.pods,
                    what="the Pods of the cluster with its second group suspended")
+
+
+@pytest.mark.feature("RayClusterGangScheduling")
+@pytest.mark.samples("raycluster-gang")
+def test_many_worker_groups_are_one_gang(ctx):
+    """A gang-scheduled RayCluster of a head and 8 worker groups of 1 worker each (a PodGroup template per group and
+    the head's would be 9, and a Workload holds at most 8) is still one gang: one Workload and one PodGroup ganging
+    all 9 Pods, every Pod naming the PodGroup, and the cluster is provisioned."""
+    body = ctx.sample("raycluster-gang")
+    small = next(g for g in body["spec"]["workerGroupSpecs"] if g["groupName"] == "small")
+    body["spec"]["workerGroupSpecs"] = [{**small, "groupName": f"group-{i}"} for i in range(MANY_GROUPS)]
+    cluster = ctx.create_raycluster(body)
+    objects = gang_must_be(ctx.k8s, ctx.namespace, cluster.name, 1 + MANY_GROUPS, ctx.timeouts.short,
+                           what=f"a RayCluster of a head and {MANY_GROUPS} worker groups of 1")
+    pods_must_name(ctx.k8s, ctx.namespace, cluster.name, podgroup_name(objects), 1 + MANY_GROUPS, ctx.timeouts.pods,
+                   what="the cluster's Pods")
+    cluster.must_be_provisioned(ctx.timeouts.long)
 
 
 @pytest.mark.feature("RayClusterGangScheduling", "RayClusterUpgradeStrategyRecreate")

@@ -372,6 +372,9 @@ CASES = [
     Case("gang_follows_suspend_and_scaling", "with its second group suspended: .*gang minCount: expected 2, observed 3",
          profile="kuberay-v1.7.0-was", local=True, bed="local-was",
          tree_patch="v1.7.0/raycluster-gang-counts-suspended-group", timeout_scale=0.5),
+    # the gang counts at most 7 worker groups (the 8th group's worker is left out of minCount)
+    Case("many_worker_groups_are_one_gang", "gang minCount: expected 9, observed 8", profile="kuberay-v1.7.0-was",
+         local=True, bed="local-was", tree_patch="v1.7.0/raycluster-gang-counts-seven-groups"),
     # the Workload is remade on every spec change (its generation in a label), a Recreate upgrade included
     Case("recreate_upgrade_keeps_the_gang", "after its Recreate upgrade: RayCluster .* to keep its Workload and PodGroup",
          profile="kuberay-v1.7.0-was", local=True, bed="local-was",
