@@ -20,6 +20,9 @@ from pathlib import Path
 
 from rayconformance.clusters import kind as kindtools
 from rayconformance.clusters.toolcache import CACHE, versions
+from rayconformance.operator.source_tree import CHART_DIR, MODULE_DIR
+
+TREE_DIRS = (MODULE_DIR, CHART_DIR)  # a KubeRay tree's operator module and Helm chart (operator/source_tree.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK = "rayconformance hosted-runner simulation"  # the user's GECOS: a user without it is never touched
@@ -144,8 +147,11 @@ class Machine:
         for src, dest, commit in ((ROOT, lay.workspace, head), (ROOT, lay.action_path, head),
                                   (self.tree_source, lay.tree, tree_head)):
             dest.parent.mkdir(parents=True, exist_ok=True)
-            sh("git", "clone", "-q", "--no-hardlinks", src, dest)  # no hardlinks: chown must not reach the source
-            sh("git", "-C", dest, "checkout", "-q", "--detach", commit)
+            # no hardlinks: chown must not reach the source
+            sh("git", "clone", "-q", "--no-hardlinks", "--no-checkout", src, dest)
+            if dest == lay.tree:  # the folders a tree build reads: a tree fetched here may lack others' large blobs
+                sh("git", "-C", dest, "sparse-checkout", "set", "--cone", *TREE_DIRS)
+            sh("git", "-C", dest, "-c", "advice.detachedHead=false", "checkout", "-q", "--detach", commit)
         for d in (lay.temp, lay.state, lay.tools, lay.shim, lay.image_bin):
             d.mkdir(parents=True, exist_ok=True)
         lay.sudo_log.touch()
