@@ -149,7 +149,8 @@ class Machine:
             dest.parent.mkdir(parents=True, exist_ok=True)
             # no hardlinks: chown must not reach the source
             sh("git", "clone", "-q", "--no-hardlinks", "--no-checkout", src, dest)
-            if dest == lay.tree:  # the folders a tree build reads: a tree fetched here may lack others' large blobs
+            if dest == lay.tree and (src / MODULE_DIR).is_dir():  # a clone of the repository, not the module alone:
+                # the folders a tree build reads (a tree fetched here may lack other folders' large blobs)
                 sh("git", "-C", dest, "sparse-checkout", "set", "--cone", *TREE_DIRS)
             sh("git", "-C", dest, "-c", "advice.detachedHead=false", "checkout", "-q", "--detach", commit)
         for d in (lay.temp, lay.state, lay.tools, lay.shim, lay.image_bin):

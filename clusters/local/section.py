@@ -25,7 +25,9 @@ class ImageRule:
     runtime: str  # ray | host | kuberay | tool
     entrypoint: tuple[str, ...] = ()
     tool: str = ""  # runtime tool: the tool-cache component whose <tool>-<image tag>/bin goes on PATH
-    binary: str = ""  # runtime kuberay: the build's binary (in kuberay-<tag>/bin) the entrypoint runs; "" = ray-operator
+    # runtime kuberay: the build's binary (in kuberay-<tag>/bin) the entrypoint runs ("" = ray-operator); runtime
+    # tool: the file in <tool>-<tag>/bin that shows the tool is built ("" = the entrypoint's command)
+    binary: str = ""
     env: tuple[tuple[str, str], ...] = ()  # like the image's ENV: defaults the container's env overrides
     working_dir: str = ""  # the image's WORKDIR (a Pod's workingDir wins); "" = the runtime's default
     volumes: tuple[str, ...] = ()  # the image's VOLUMEs: a fresh empty directory per container run
@@ -44,7 +46,7 @@ class ImageRule:
             return "kuberay", version, f"bin/{self.binary or 'ray-operator'}"
         if self.runtime == "tool":
             command = self.entrypoint[0] if self.entrypoint and "/" not in self.entrypoint[0] else ""
-            return self.tool, tag, f"bin/{command}" if command else "bin"
+            return self.tool, tag, f"bin/{self.binary or command}" if self.binary or command else "bin"
         return None
 
 
@@ -199,9 +201,9 @@ def parse_rule(r, key: str) -> ImageRule:
         raise SectionError(f"{key}.runtime", f"unknown runtime '{rule.runtime}' (known: {', '.join(KNOWN_RUNTIMES)})")
     if rule.runtime == "tool" and not rule.tool:
         raise SectionError(f"{key}.tool", f"rule '{rule.match}' has runtime 'tool' but no tool (a cache component)")
-    if rule.binary and (rule.runtime != "kuberay" or not re.fullmatch(r"[\w.-]+", rule.binary)):
-        raise SectionError(f"{key}.binary", f"rule '{rule.match}': binary is a file name in a KubeRay build's bin/ "
-                                            f"(runtime kuberay only), got '{rule.binary}'")
+    if rule.binary and (rule.runtime not in ("kuberay", "tool") or not re.fullmatch(r"[\w.-]+", rule.binary)):
+        raise SectionError(f"{key}.binary", f"rule '{rule.match}': binary is a file name in the build's bin/ "
+                                            f"(runtime kuberay or tool), got '{rule.binary}'")
     for d in ((rule.working_dir,) if rule.working_dir else ()) + rule.volumes:
         if not d.startswith("/"):
             raise SectionError(f"{key}.{'workingDir' if d == rule.working_dir else 'volumes'}",

@@ -10,6 +10,7 @@ import pytest
 from rayconformance.fixtures.expect.gang_scheduling import (gang_must_be, gang_must_be_gone, gang_must_stay,
                                                             gang_must_stay_unplaced, no_gang_must_appear,
                                                             podgroup_must_report_scheduled, pods_must_name, uids)
+from rayconformance.fixtures.expect.workloads import describe_pods, running_and_ready
 
 OPT_IN = "ray.io/gang-scheduling-enabled"
 STEADY_S = 10  # how long the gang is watched for a change nothing asked for
@@ -49,7 +50,7 @@ def test_whole_cluster_is_one_gang(ctx):
     gang_must_be_gone(ctx.k8s, ctx.namespace, cluster.name, ctx.timeouts.gone, what="the RayCluster deleted")
 
 
-@pytest.mark.feature("RayClusterGangScheduling")
+@pytest.mark.feature("RayClusterGangScheduling", "RayClusterWorkerGroupSuspend")
 @pytest.mark.samples("raycluster-basic")
 def test_gang_follows_suspend_and_scaling(ctx):
     """A gang-scheduled RayCluster of a head and 1 worker (a gang of 2) keeps the same Workload and PodGroup while
@@ -57,7 +58,7 @@ def test_gang_follows_suspend_and_scaling(ctx):
     Workload and PodGroup ganging 3 Pods, and the new worker runs; scaled back to 1, new ones ganging 2; given a
     second worker group of 1, new ones ganging 3 again, and the group's worker runs. With that second group
     suspended (a worker group's own `suspend`), new ones ganging 2: the group's Pod is deleted while the head and
-    the first group's worker keep running, both naming the PodGroup."""
+    the first group's worker keep running (the same Pods), both naming the PodGroup."""
     body = opted_in(ctx, "raycluster-basic")
     cluster = ctx.create_raycluster(body)
     objects = gang_must_be(ctx.k8s, ctx.namespace, cluster.name, 2, ctx.timeouts.short,
@@ -86,15 +87,20 @@ def test_gang_follows_suspend_and_scaling(ctx):
         pods_must_name(ctx.k8s, ctx.namespace, cluster.name, podgroup_name(objects), 1 + workers, ctx.timeouts.pods,
                        what=f"the Pods of the cluster {change}")
 
-    before = uids(objects)
+    before, second = uids(objects), {p.metadata.uid for p in cluster.group_pods("second")}
+    kept = {p.metadata.uid: p.metadata.name for p in cluster.pods() if p.metadata.uid not in second}
     cluster.patch({"spec": {"workerGroupSpecs": [small, {**small, "groupName": "second", "suspend": True}]}})
     objects = gang_must_be(ctx.k8s, ctx.namespace, cluster.name, 2, ctx.timeouts.short,
                            what="the cluster with its second group suspended", not_uids=before)
     cluster.group_workers_must_be_running_and_ready("second", 0, what="the suspended group's worker to be deleted")
     cluster.group_workers_must_be_running_and_ready(small["groupName"], 1,
                                                     what="the first group's worker to keep running")
-    pods_must_name(ctx.k8s, ctx.namespace, cluster.name, podgroup_name(objects), 2, ctx.timeouts.pods,
-                   what="the Pods of the cluster with its second group suspended")
+    pods = pods_must_name(ctx.k8s, ctx.namespace, cluster.name, podgroup_name(objects), 2, ctx.timeouts.pods,
+                          what="the Pods of the cluster with its second group suspended")
+    now = {p.metadata.uid: p.metadata.name for p in pods}
+    assert now == kept and all(map(running_and_ready, pods)), (
+        f"expected the head and the first group's worker to keep running through the second group's suspension "
+        f"(the same Pods, Running and Ready: {sorted(kept.values())}); observed {describe_pods(pods)}")
 
 
 @pytest.mark.feature("RayClusterGangScheduling")
@@ -124,15 +130,17 @@ def test_recreate_upgrade_keeps_the_gang(ctx):
     objects = gang_must_be(ctx.k8s, ctx.namespace, cluster.name, 2, ctx.timeouts.short,
                            what="a RayCluster of a head and 1 worker with upgradeStrategy Recreate")
     cluster.must_be_provisioned()
-    old_head = cluster.head_pod()
+    old_head, old_workers = cluster.head_pod(), {p.metadata.uid for p in cluster.pods("worker")}
 
     spec = cluster.get()["spec"]
     for template in [spec["headGroupSpec"]["template"]] + [g["template"] for g in spec["workerGroupSpecs"]]:
         template["spec"]["containers"][0]["env"] = [{"name": "CONFORMANCE_REVISION", "value": "2"}]
     cluster.patch({"spec": {"headGroupSpec": spec["headGroupSpec"], "workerGroupSpecs": spec["workerGroupSpecs"]}})
     cluster.new_head_must_be_ready(old_head.metadata.uid, ctx.timeouts.long)
-    cluster.workers_must_be_running_and_ready(1, what="the worker to be recreated from the changed template")
-    gang_must_stay(ctx.k8s, ctx.namespace, cluster.name, objects, STEADY_S, what="the cluster after its Recreate upgrade")
+    cluster.replacement_workers_must_be_running_and_ready(old_workers, 1,
+                                                          what="the worker to be recreated from the changed template")
+    gang_must_stay(ctx.k8s, ctx.namespace, cluster.name, objects, STEADY_S,
+                   what="the cluster after its Recreate upgrade")
     pods_must_name(ctx.k8s, ctx.namespace, cluster.name, podgroup_name(objects), 2, ctx.timeouts.pods,
                    what="the recreated Pods")
 

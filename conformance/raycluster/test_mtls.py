@@ -79,8 +79,8 @@ def test_tls_reaches_every_group_the_autoscaler_and_the_gcs_wait(ctx, cert_manag
     """With tlsOptions.enabled on a cluster of two worker groups autoscaled by Ray's in-tree autoscaler, the workers
     of both groups mount the worker Secret with Ray's TLS settings, and so does the head with its own; the head's
     autoscaler sidecar, which talks to the GCS, has Ray's TLS settings and the certificates mounted; and the init
-    containers the operator puts before a worker's Ray container to wait for the GCS (KubeRay's wait-gcs-ready),
-    besides the one waiting for the certificate, have them too."""
+    container the operator puts before a worker's Ray container to wait for the GCS (KubeRay's wait-gcs-ready, which
+    runs `ray health-check`) has them too."""
     body = ctx.sample(SAMPLE)
     body["spec"]["enableInTreeAutoscaling"] = True
     body["spec"]["autoscalerOptions"] = {"version": "v1"}
@@ -101,7 +101,8 @@ def test_tls_reaches_every_group_the_autoscaler_and_the_gcs_wait(ctx, cert_manag
         assert len(workers) == 1, f"expected 1 worker Pod in group {group} of RayCluster {cluster.name}; " \
                                   f"observed {[p.metadata.name for p in workers]}"
         tls.pod_must_carry_tls(workers[0], pki.worker_secret)
-        waits = [c.name for c in workers[0].spec.init_containers or [] if c.name != tls.SAN_INIT]
+        waits = [c.name for c in workers[0].spec.init_containers or []
+                 if "health-check" in " ".join([*(c.command or []), *(c.args or [])])]
         tls.containers_must_carry_tls(workers[0], waits, which=f"group {group}'s init containers waiting for the GCS")
 
     # step 2: with them the cluster comes up, its autoscaler running

@@ -217,8 +217,9 @@ def test_the_provider_and_the_node_agent_agree_on_what_is_built(tmp_path, monkey
         assert rule.build(image)[0] == (rule.tool or "kuberay")
         provider.load_images([image])
         assert store.resolve(image).image == image  # a pull finds what the load built
-    assert built and all(m.startswith("bin") for _, _, m in built)
+    assert built and all(m.startswith("bin/") for _, _, m in built)  # every shipped rule names its binary
     assert section.ImageRule("x:*", "tool", ("x",), tool="x").build("x:1") == ("x", "1", "bin/x")
     assert section.ImageRule("x:*", "tool", tool="x").build("x:1") == ("x", "1", "bin")
+    assert section.ImageRule("x:*", "tool", tool="x", binary="y").build("x:1") == ("x", "1", "bin/y")
     assert section.ImageRule("k:*", "kuberay").build("k:1.6.1") == ("kuberay", "v1.6.1", "bin/ray-operator")
     assert section.image_tag("a/b:1@sha256:00") == "1" and section.image_tag("host:5000/b") == "latest"

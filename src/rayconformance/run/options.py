@@ -372,7 +372,8 @@ def load(config: pytest.Config) -> Options:
         baseline=base, fail_on=v["fail-on"], shard=shards.parse(v["shard"]),
         durations=shards.durations(durations_from), report_dir=report_dir, run_id=run_id,
         keep_resources=v["keep-resources"], mode=v["mode"], implementation=implementation, ray_version=ray_version,
-        operator_tree=str(tree_key.tree) if tree_key else None, operator_tree_key=tree_key, provider_factory=config.getoption(dest(PROVIDER_FACTORY)), attach_kubeconfig=attach,
+        operator_tree=str(tree_key.tree) if tree_key else None, operator_tree_key=tree_key,
+        provider_factory=config.getoption(dest(PROVIDER_FACTORY)), attach_kubeconfig=attach,
         provider_reason=why, durations_from=durations_from, sign_key=sign_key,
     )
 
