@@ -271,3 +271,19 @@ def test_resolve_install_gives_the_build_and_its_image_where_the_project_build_r
     # the submitter image of the same build, under the same tag
     assert resolved.submitter_image == resolved.image.replace("/operator:", "/submitter:")
     assert source_tree.resolve_install(profiles.load("kuberay-v1.6.2").install[provider], provider, "x") is None
+
+
+def test_a_tree_changed_after_the_run_started_is_refused_at_install(repo, tmp_path, monkeypatch):
+    """The report names the tree as the run read it at start (Options): the install refuses a tree that changed
+    since, so the operator built is the one reported."""
+    from rayconformance.operator import OperatorError, installer
+
+    monkeypatch.setattr(source_tree, "build", lambda key: source_tree.TreeBuild(key, tmp_path / f"kuberay-{key.tag}"))
+    monkeypatch.setattr(source_tree, "build_submitter", lambda key: tmp_path / "submitter")
+    profile = profiles.load("kuberay-v1.7.0")
+    at_start = source_tree.tree_key(repo)
+    _, _, facts = installer.section(profile, "local", str(repo), at_start)
+    assert facts["source"]["build"] == at_start.tag
+    (repo / "ray-operator" / "main.go").write_text("package main\n\nfunc main() { panic(1) }\n")
+    with pytest.raises(OperatorError, match=r"changed after the run started \(build tree-\w+ then, tree-\w+-dirty-"):
+        installer.section(profile, "local", str(repo), at_start)

@@ -22,13 +22,16 @@ INSTALLED_FILE = "operator-install.yaml"
 KEPT_CRDS_FILE = "operator-kept-crds.yaml"  # CRDs the cluster had before the install: the uninstall leaves them
 
 
-def install(profile, cluster, run_dir: Path, provider, scale: float = 1.0, tree: str | None = None) -> dict:
+def install(profile, cluster, run_dir: Path, provider, scale: float = 1.0, tree: str | None = None,
+            tree_key=None) -> dict:
     """Install the profile's operator on the cluster (its manifests, or its Helm chart with `helm`), wait until it
     is ready, return what is observed running. The provider renders kustomize directories (its kubectl) and
     prepares the operator's images; a tree source is built from `tree` (--operator-tree). Every wait is
     multiplied by `scale` (--timeout-scale). The section's `submitterImage` (KubeRay's light-weight RayJob
-    submitter of the same build) is prepared too, and observed as `submitterImage` (under the build's tag)."""
-    spec, base, facts = section(profile, cluster.provider, tree)
+    submitter of the same build) is prepared too, and observed as `submitterImage` (under the build's tag).
+    `tree_key` (source_tree.TreeKey), when given, is the tree as the run read it at start: a tree changed since is
+    refused, so the run reports the operator it built."""
+    spec, base, facts = section(profile, cluster.provider, tree, tree_key)
     api = api_client(cluster.kubeconfig)
     run_dir.mkdir(parents=True, exist_ok=True)
     if spec.helm:
@@ -53,7 +56,7 @@ def install(profile, cluster, run_dir: Path, provider, scale: float = 1.0, tree:
     return {**observe(spec, objects, api), **facts}
 
 
-def section(profile, provider: str, tree: str | None = None) -> tuple[InstallSection, Path, dict]:
+def section(profile, provider: str, tree: str | None = None, expected_key=None) -> tuple[InstallSection, Path, dict]:
     """The profile's install section for `provider` (typed and checked when the profile loaded), with a source
     tree's build resolved; the directory its manifests or chart are relative to (the profile's own, or the tree's
     build: source_tree.py); and what the report says of the operator's source and install method."""
@@ -64,6 +67,9 @@ def section(profile, provider: str, tree: str | None = None) -> tuple[InstallSec
     if resolved is None:
         return spec, profile.path.parent, facts
     base, spec, key = resolved
+    if expected_key is not None and (key.commit, key.dirty) != (expected_key.commit, expected_key.dirty):
+        raise OperatorError(f"operator tree {key.tree} changed after the run started (build {expected_key.tag} "
+                            f"then, {key.tag} now): leave the tree alone during a run, or start the run again")
     facts["source"] = {"repository": spec.source.repository, "ref": spec.source.ref, "commit": key.commit,
                        "build": key.tag, "modified": key.dirty is not None}
     return replace(spec, source=None), base, facts

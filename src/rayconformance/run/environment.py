@@ -143,7 +143,7 @@ class Session:
                 started, self.installing = time.monotonic(), True
                 with Step(f"installing the operator ({opts.profile.name})", self.estimates.get("install")):
                     observed = installer.install(opts.profile, self.env.cluster, opts.run_dir, self.provider,
-                                                 opts.timeout_scale, opts.operator_tree)
+                                                 opts.timeout_scale, opts.operator_tree, opts.operator_tree_key)
                 self.env.operator = {**observed, "installSeconds": round(time.monotonic() - started, 1)}
             self.env.save(opts.run_dir)
 
