@@ -57,13 +57,14 @@ FEATURES: tuple[Feature, ...] = (
             "1.36 serving scheduling.k8s.io/v1alpha2 with GenericWorkload and GangScheduling, as cluster local-was): a "
             "RayCluster labelled ray.io/gang-scheduling-enabled gets one Workload and one PodGroup it controls, "
             "ganging the head and every worker (a multi-host replica counting its hosts); its Pods name the PodGroup "
-            "and start all together or not at all; the gang survives a suspend, is made anew at the new size when "
-            "the cluster is scaled, and goes with the cluster; an autoscaling cluster gets none"),
+            "and start all together or not at all; the gang survives a suspend and a Recreate upgrade, is made anew "
+            "at the new size when the cluster is scaled or a worker group suspended, stays one gang past 8 worker "
+            "groups, and goes with the cluster; an autoscaling cluster gets none"),
     Feature("RayClusterMTLS", "RayCluster", "extended",
             "spec.tlsOptions.enabled (alpha, with cert-manager in the cluster): the operator has cert-manager issue a "
-            "CA and head and worker certificates into Secrets, mounts them into the Ray Pods with Ray's TLS settings, "
-            "Ray runs jobs across head and worker over TLS, and the certificates go with the cluster; without it no "
-            "TLS parts (KubeRay 1.7+)"),
+            "CA and head and worker certificates into Secrets, mounts them into the Ray Pods (every worker group, the "
+            "autoscaler sidecar and the GCS wait included) with Ray's TLS settings, Ray runs jobs across head and "
+            "worker over TLS, and the certificates go with the cluster; without it no TLS parts (KubeRay 1.7+)"),
     Feature("RayClusterOwnContainerCommand", "RayCluster", "extended",
             "annotation ray.io/overwrite-container-cmd: the Ray container runs its own command and args, unchanged"),
     Feature("RayClusterServeService", "RayCluster", "extended",
