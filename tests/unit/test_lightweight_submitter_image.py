@@ -41,10 +41,13 @@ def test_the_submitter_image_runs_the_builds_submitter_as_slash_submitter(defini
     assert op.argv(["/manager"], []) == [str(bindir / "ray-operator")] and op.image_id == "kuberay://v1.6.1"
 
 
-def test_an_image_rules_binary_is_a_kuberay_builds_file():
+def test_an_image_rules_binary_is_a_file_of_its_build():
     rule = section.parse_rule({"match": "x:*", "runtime": "kuberay", "binary": "submitter"}, "images[0]")
     assert rule.binary == "submitter"
-    for bad in ({"runtime": "tool", "tool": "traefik", "binary": "submitter"},
+    tool = section.parse_rule({"match": "x:*", "runtime": "tool", "tool": "localpath",
+                               "binary": "local-path-provisioner"}, "images[0]")
+    assert tool.build("x:v1") == ("localpath", "v1", "bin/local-path-provisioner")
+    for bad in ({"runtime": "host", "binary": "submitter"},
                 {"runtime": "kuberay", "binary": "../etc/passwd"}):
         with pytest.raises(SectionError, match="binary"):
             section.parse_rule({"match": "x:*", **bad}, "images[0]")
