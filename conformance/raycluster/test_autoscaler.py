@@ -1,4 +1,5 @@
-"""Autoscaler v1 and v2: Ray demand scales a worker group up within its max, idle workers go, minReplicas is honored.
+"""Autoscaler v1 and v2: Ray demand (actors, or a request through the autoscaler SDK) scales a worker group up within
+its max, idle workers go, minReplicas is honored.
 Each case checks, once the autoscaler has acted, that the one running is the version asked for."""
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pytest
 
 from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
 from rayconformance.fixtures.expect.raycluster_pods import worker_must_go_while_other_stays
+from rayconformance.fixtures.programs import program
 from rayconformance.fixtures.ray_actors import ask_actors, create_actors, kill_actors, placed
 
 # Detached actors needing one CPU each: the head has none, so each needs a worker.
@@ -17,10 +19,11 @@ HOLDERS = ["holder-0", "holder-1", "holder-2"]
 def test_demand_scales_workers_up_and_idle_down(ctx, version):
     """With in-tree autoscaling, the head Pod gets an autoscaler sidecar; Ray actors that need more CPUs than the
     cluster has add workers up to the group's maxReplicas and no further (demand for 3 workers, maxReplicas 2:
-    never more than 2 worker Pods), workers left idle are removed, raising minReplicas adds a worker without any
-    demand, and demand then still takes the group above that new minimum. The autoscaler that runs is the one asked
-    for: with autoscalerOptions.version v2, Ray's autoscaler v2 reports its state to the GCS; with v1, nothing does
-    (whatever Ray's own default is)."""
+    never more than 2 worker Pods), and workers left idle are removed. A request through Ray's autoscaler SDK
+    (`request_resources`, one 1-CPU bundle) brings up a worker with no task to run, which goes once the request is
+    cleared. Raising minReplicas adds a worker without any demand, and demand then still takes the group above that
+    new minimum. The autoscaler that runs is the one asked for: with autoscalerOptions.version v2, Ray's autoscaler
+    v2 reports its state to the GCS; with v1, nothing does (whatever Ray's own default is)."""
     body = ctx.sample("raycluster-autoscaler")
     body["spec"]["autoscalerOptions"]["version"] = version
     cluster = ctx.create_raycluster(body)
@@ -41,6 +44,13 @@ def test_demand_scales_workers_up_and_idle_down(ctx, version):
 
     cluster.ray_job_must_succeed(kill_actors(HOLDERS), ctx.timeouts.medium)  # demand gone
     cluster.workers_must_be_running_and_ready(0, what="idle workers to be removed after the idle timeout")
+
+    # a request through the autoscaler SDK (request_resources) for one 1-CPU bundle brings up a worker with no task to
+    # run, and it stays while requested; the request cleared, it is idle and goes
+    cluster.ray_job_must_succeed(program("request_resources", n=1), ctx.timeouts.medium)
+    cluster.workers_must_be_running_and_ready(1, what="request_resources for one 1-CPU bundle to bring up 1 worker")
+    cluster.ray_job_must_succeed(program("request_resources", n=0), ctx.timeouts.medium)
+    cluster.workers_must_be_running_and_ready(0, what="the worker of the cleared request to be removed as idle")
 
     groups = cluster.get()["spec"]["workerGroupSpecs"]
     groups[0]["minReplicas"] = 1

@@ -70,12 +70,13 @@ def test_group_idle_timeout_overrides_the_cluster_one(ctx):
 # Aggressive: all of them at once).
 BURST = 7
 CONSERVATIVE_PENDING = 5
-# The workers are never scheduled (a nodeSelector no Node has), so they stay pending and the Ray cluster stays at
-# one node, and no Ray worker is started for nothing. Only the first batch is bounded, as KubeRay's e2e checks: how
-# Ray's autoscaler v2 goes on differs by version (2.46 counts the workers it asked for as the cluster's size and
-# doubles, 1, 2, 4, 7; 2.49+ counts running ones). Before Ray 2.49 v2 launches one worker first in either mode
-# (the feature's min_ray), so this test could not fail there.
-UNSCHEDULABLE = {"rayconformance.io/no-such-node": "true"}
+# The workers are held by a scheduling gate (the group template's), so they stay pending and the Ray cluster stays
+# at one node while the first batch is read; only the first batch is bounded, as KubeRay's e2e checks: how Ray's
+# autoscaler v2 goes on differs by version (2.46 counts the workers it asked for as the cluster's size and doubles,
+# 1, 2, 4, 7; 2.49+ counts running ones). With Conservative the test then lets each held worker through as it comes,
+# and all of them must come. Before Ray 2.49 v2 launches one worker first in either mode (the feature's min_ray), so
+# this test could not fail there.
+HOLD = "rayconformance.io/hold"
 
 
 def group_replicas(version, group: str) -> int:
@@ -92,14 +93,15 @@ def test_upscaling_mode_paces_new_workers(ctx, mode):
     a burst of demand (7 CPUs asked at once, one worker each, in a cluster that is the head alone): Conservative's
     first batch stays within KubeRay's documented bound (pending workers at most the cluster's size, Ray's floor
     of 5), so the group's replicas first rise to 5 or fewer; Aggressive adds all 7 at once (replicas 0 then 7).
-    Either way no more worker Pods are created than the demand needs. (The workers are kept from being scheduled,
-    so they stay pending.)"""
+    Either way no more worker Pods are created than the demand needs. (The workers are held by a scheduling gate,
+    so they stay pending.) With Conservative, once the held workers are let through as they come, the autoscaler
+    goes on until all 7 are up, as KubeRay's own test of the mode checks."""
     body = ctx.sample("raycluster-autoscaler")
     opts = body["spec"]["autoscalerOptions"]
     opts["version"], opts["upscalingMode"] = "v2", mode
     group = body["spec"]["workerGroupSpecs"][0]
     group["maxReplicas"] = BURST
-    group["template"]["spec"]["nodeSelector"] = UNSCHEDULABLE
+    group["template"]["spec"]["schedulingGates"] = [{"name": HOLD}]
     gname = group["groupName"]
 
     # step 1: the cluster comes up with the head alone
@@ -126,6 +128,11 @@ def test_upscaling_mode_paces_new_workers(ctx, mode):
                 (f"with upscalingMode Aggressive the autoscaler must add all {BURST} workers the demand needs at once "
                  f"(group {gname} replicas 0 -> {BURST}); observed replicas "
                  f"{' -> '.join(map(str, replicas.values(gname)))}")
+        # step 4 (Conservative): let through each held worker as it comes: the autoscaler adds the rest, all 7
+        if mode == "Conservative":
+            cluster.held_workers_must_all_come(
+                BURST, HOLD, what=f"the autoscaler to bring up all {BURST} workers the demand needs, its first "
+                                  f"batch of {first_batch} and the rest once they join")
         ctx.measure("upscaling.replicas", replicas.values(gname))
     replicas.must_not_have_failed()
     pods.must_not_have_failed()

@@ -1,4 +1,5 @@
-"""Ray's autoscaler asked for `n` 1-CPU bundles at once (`request_resources`); prints `REQUESTED <n>`."""
+"""Ray's autoscaler asked for `n` 1-CPU bundles at once (`request_resources`; it replaces an earlier request, so `n`
+0 clears it); prints `REQUESTED <n>`."""
 import ray
 from ray.autoscaler.sdk import request_resources
 

@@ -109,6 +109,10 @@ CASES = [
     # whatever upscalingMode says
     Case("upscaling_mode_paces_new_workers[Aggressive]", "must add all 7 workers the demand needs at once",
          patch="raycluster-autoscaler-launches-one-at-a-time"),
+    # the operator creates at most 5 Pods per worker group, whatever its replicas: Conservative's first batch fits,
+    # the rest of the demand never comes
+    Case("upscaling_mode_paces_new_workers[Conservative]", "to bring up all 7 workers the demand needs",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-group-pods-capped-at-five"),
     # token auth: the Secret is created but the Ray containers get no RAY_AUTH_MODE/RAY_AUTH_TOKEN, so Ray runs
     # without auth and its dashboard accepts anyone (scale 0.6: the cluster must still get provisioned in time)
     Case("token_auth_guards_the_dashboard", "must refuse a request without the token",
