@@ -86,10 +86,14 @@ def group_replicas(version, group: str) -> int:
 
 
 @pytest.mark.feature("RayClusterAutoscalerUpscalingMode")
-@pytest.mark.parametrize("mode", ["Conservative", "Aggressive"])
+@pytest.mark.parametrize("mode, version", [
+    pytest.param("Conservative", "v2", id="Conservative"),
+    pytest.param("Conservative", "v1", id="Conservative-v1", marks=pytest.mark.feature("RayClusterAutoscalerV1")),
+    pytest.param("Aggressive", "v2", id="Aggressive"),
+])
 @pytest.mark.samples("raycluster-autoscaler")
-def test_upscaling_mode_paces_new_workers(ctx, mode):
-    """With autoscaler v2, autoscalerOptions.upscalingMode sets how many workers the autoscaler adds at once for
+def test_upscaling_mode_paces_new_workers(ctx, mode, version):
+    """With autoscaler v2 (and, for Conservative, v1 too), autoscalerOptions.upscalingMode sets how many workers the autoscaler adds at once for
     a burst of demand (7 CPUs asked at once, one worker each, in a cluster that is the head alone): Conservative's
     first batch stays within KubeRay's documented bound (pending workers at most the cluster's size, Ray's floor
     of 5), so the group's replicas first rise to 5 or fewer; Aggressive adds all 7 at once (replicas 0 then 7).
@@ -98,7 +102,7 @@ def test_upscaling_mode_paces_new_workers(ctx, mode):
     goes on until all 7 are up, as KubeRay's own test of the mode checks."""
     body = ctx.sample("raycluster-autoscaler")
     opts = body["spec"]["autoscalerOptions"]
-    opts["version"], opts["upscalingMode"] = "v2", mode
+    opts["version"], opts["upscalingMode"] = version, mode
     group = body["spec"]["workerGroupSpecs"][0]
     group["maxReplicas"] = BURST
     group["template"]["spec"]["schedulingGates"] = [{"name": HOLD}]
@@ -117,6 +121,7 @@ def test_upscaling_mode_paces_new_workers(ctx, mode):
              f"{replicas.values(gname)} for {ctx.timeouts.upgrade:g}s")
         # step 3: how many workers the first batch adds (KubeRay's e2e checks the same)
         first_batch = group_replicas(rose, gname)
+        cluster.autoscaler_must_be(version)
         if mode == "Conservative":
             assert first_batch <= CONSERVATIVE_PENDING, \
                 (f"with upscalingMode Conservative the autoscaler's first batch for a burst of {BURST} workers in a "

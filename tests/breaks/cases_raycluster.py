@@ -113,6 +113,10 @@ CASES = [
     # the rest of the demand never comes
     Case("upscaling_mode_paces_new_workers[Conservative]", "to bring up all 7 workers the demand needs",
          profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-group-pods-capped-at-five"),
+    Case("upscaling_mode_paces_new_workers[Conservative-v1]", "to bring up all 7 workers the demand needs",
+         profile="kuberay-v1.7.0", local=True, tree_patch="v1.7.0/raycluster-group-pods-capped-at-five"),
+    Case("upscaling_mode_paces_new_workers[Conservative-v1]", "autoscaler v1 must run", profile="kuberay-v1.7.0",
+         local=True, tree_patch="v1.7.0/raycluster-autoscaler-v1-not-pinned"),
     # token auth: the Secret is created but the Ray containers get no RAY_AUTH_MODE/RAY_AUTH_TOKEN, so Ray runs
     # without auth and its dashboard accepts anyone (scale 0.6: the cluster must still get provisioned in time)
     Case("token_auth_guards_the_dashboard", "must refuse a request without the token",
