@@ -63,6 +63,16 @@ def test_teardown_after_a_normal_run(beds):
     assert not Path("/data/x").exists()
 
 
+def lose_state_dir(state: Path, attempts: int = 5) -> None:
+    """The bed's state dir removed while its other processes still run: etcd (its data dir is in it) may create a
+    file between a pass's listing and its last rmdir, so a pass that leaves something is followed by another."""
+    for _ in range(attempts):
+        shutil.rmtree(state, ignore_errors=True)
+        if not state.exists():
+            return
+    assert not state.exists(), f"{state} still holds {sorted(p.name for p in state.rglob('*'))[:20]}"
+
+
 @pytest.mark.parametrize("cluster", ["local-cpu", "local-gpu"])
 def test_teardown_after_a_crash_that_lost_the_state_dir(cluster):
     bed = TestBed(definition.load(cluster))
@@ -77,7 +87,7 @@ def test_teardown_after_a_crash_that_lost_the_state_dir(cluster):
             pid = int((bed.state / "pids" / f"{name}.pid").read_text())
             os.kill(pid, signal.SIGKILL)
             procs.stop_pid(pid, grace=5)
-        shutil.rmtree(bed.state)
+        lose_state_dir(bed.state)
         assert nodes.leftovers(), "Pods are still running after the crash"
         assert all(f"process {p}" in nodes.leftovers() for p in plugins), "the device plugin outlives the crash"
     finally:
