@@ -285,3 +285,24 @@ def test_an_earlier_report_under_the_run_directory_is_named_relative_to_it(tmp_p
     monkeypatch.chdir(tmp_path)
     v = {"durations-from": None, "baseline": None, "shard": None, "cluster": None, "operator-profile": "x"}
     assert options.durations_source(v, tmp_path / "reports", None) == "reports/earlier/conformance-report.yaml"
+
+
+def test_a_run_of_a_few_tests_does_not_displace_the_published_run(tmp_path):
+    """With only narrowed runs in the report directory (a few tests, any cluster), the profile's published run,
+    which knew the whole suite, is what the next run orders its tests and sizes its workers by."""
+    import os
+
+    from rayconformance.run import shards
+
+    def write(path, tests: int, mtime: int, cluster: str = "kind-gpu") -> None:
+        path.mkdir(parents=True)
+        report = path / "conformance-report.yaml"
+        report.write_text(yaml.safe_dump({"cluster": {"name": cluster}, "tests": [
+            {"name": f"t{i}", "outcome": "passed", "durationSeconds": 3.0} for i in range(tests)]}))
+        os.utime(report, (mtime, mtime))
+
+    write(tmp_path / "published" / "kuberay" / "v1.7.0", 200, 3000, "local-gpu")
+    write(tmp_path / "interrupted", 9, 2000)
+    assert shards.earlier_report(tmp_path, None, "kuberay-v1.7.0").parent.name == "v1.7.0"
+    write(tmp_path / "full", 180, 1000)  # a full run of this machine's, older than the checkout: it goes first
+    assert shards.earlier_report(tmp_path, None, "kuberay-v1.7.0").parent.name == "full"

@@ -73,29 +73,38 @@ LOOK_BACK = 20  # the newest reports read
 def earlier_report(report_dir: Path, cluster: str | None = None, profile: str | None = None) -> Path | None:
     """The earlier report a run orders its tests and sizes its workers by. Of the `LOOK_BACK` newest reports under
     `report_dir` with a test that ran (of runs on the `cluster` definition, when given): the newest of those that
-    knew most of the suite (at least `MOST` of the largest one's tests), so that a run of a few tests does not leave
-    the next full run without durations. Without one, the published run of the operator `profile`
-    (`published_report`); else None."""
+    knew most of the suite (at least `MOST` of the largest one's tests, the published run of the operator `profile`
+    counted among them), so that a run of a few tests does not leave the next full run without durations. The
+    published run (`published_report`) is taken when no run of this machine's knew as much; else None."""
     def mtime(p: Path) -> float:
         try:
             return p.stat().st_mtime
         except OSError:
             return 0.0
 
+    def ran(p: Path) -> tuple[int, str | None]:
+        data = yaml.load(p.read_text(), Loader=LOADER)
+        return (sum(1 for t in data["tests"] if t.get("outcome") != "skipped" and t.get("durationSeconds")),
+                (data.get("cluster") or {}).get("name"))
+
     found: list[tuple[float, int, Path]] = []
     for when, p in sorted(((mtime(p), p) for p in report_dir.glob(f"*/{FILENAME}")), reverse=True)[:LOOK_BACK]:
         try:
-            data = yaml.load(p.read_text(), Loader=LOADER)
-            ran = sum(1 for t in data["tests"] if t.get("outcome") != "skipped" and t.get("durationSeconds"))
-            on = (data.get("cluster") or {}).get("name")
+            n, on = ran(p)
         except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError):
             continue
-        if ran and (cluster is None or on == Path(cluster).stem):
-            found.append((when, ran, p))
-    if found:
-        most = max(ran for _, ran, _ in found)
-        return max((f for f in found if f[1] >= MOST * most), key=lambda f: f[0])[2]
-    return published_report(report_dir, profile) if profile else None
+        if n and (cluster is None or on == Path(cluster).stem):
+            found.append((when, n, p))
+    published = published_report(report_dir, profile) if profile else None
+    if published is not None:
+        try:
+            found.append((-1.0, ran(published)[0], published))  # the oldest: a run of this machine's goes first
+        except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError):
+            pass
+    if not found:
+        return None
+    most = max(n for _, n, _ in found)
+    return max((f for f in found if f[1] >= MOST * most), key=lambda f: f[0])[2]
 
 
 def published_report(report_dir: Path, profile: str) -> Path | None:
