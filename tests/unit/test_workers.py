@@ -306,3 +306,15 @@ def test_a_run_of_a_few_tests_does_not_displace_the_published_run(tmp_path):
     assert shards.earlier_report(tmp_path, None, "kuberay-v1.7.0").parent.name == "v1.7.0"
     write(tmp_path / "full", 180, 1000)  # a full run of this machine's, older than the checkout: it goes first
     assert shards.earlier_report(tmp_path, None, "kuberay-v1.7.0").parent.name == "full"
+
+
+def test_a_kind_run_is_found_by_its_cluster_definition(tmp_path):
+    """A kind report names its cluster (rayconformance-gpu) apart from the definition it came from (kind-gpu)."""
+    from rayconformance.run import shards
+
+    (tmp_path / "kind").mkdir()
+    (tmp_path / "kind" / "conformance-report.yaml").write_text(yaml.safe_dump({
+        "cluster": {"name": "rayconformance-gpu", "details": {"definition": "kind-gpu"}},
+        "tests": [{"name": "a", "outcome": "passed", "durationSeconds": 3.0}]}))
+    assert shards.earlier_report(tmp_path, "kind-gpu").parent.name == "kind"
+    assert shards.earlier_report(tmp_path, "local-gpu") is None

@@ -84,8 +84,9 @@ def earlier_report(report_dir: Path, cluster: str | None = None, profile: str | 
 
     def ran(p: Path) -> tuple[int, str | None]:
         data = yaml.load(p.read_text(), Loader=LOADER)
+        on = data.get("cluster") or {}  # a kind cluster is named apart from its definition (details.definition)
         return (sum(1 for t in data["tests"] if t.get("outcome") != "skipped" and t.get("durationSeconds")),
-                (data.get("cluster") or {}).get("name"))
+                (on.get("details") or {}).get("definition") or on.get("name"))
 
     found: list[tuple[float, int, Path]] = []
     for when, p in sorted(((mtime(p), p) for p in report_dir.glob(f"*/{FILENAME}")), reverse=True)[:LOOK_BACK]:
