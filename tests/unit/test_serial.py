@@ -135,3 +135,44 @@ def test_tests_using_an_exclusive_fixture_never_overlap(suite, pytester, monkeyp
     assert not overlaps(got["gateway0"], got["gateway1"]), f"the two tests using the gateway overlapped: {got}"
     assert any(overlaps(got["without"], got[g]) for g in ("gateway0", "gateway1")), \
         f"the test without the gateway ran beside neither: {got}"
+
+
+LANE_TESTS = """
+import json, os, time
+import pytest
+
+def record(name):
+    path = os.path.join(os.environ["SPANS"], name)
+    start = time.time(); time.sleep(0.6); open(path, "w").write(json.dumps([start, time.time()]))
+
+@pytest.mark.feature("RayClusterProvisioning")
+@pytest.mark.lane("upgrade-under-load")
+@pytest.mark.parametrize("i", range(2))
+def test_in_lane(cluster, i):
+    record(f"lane{i}")
+
+@pytest.mark.feature("RayClusterSuspend")
+def test_without(cluster):
+    record("without")
+"""
+
+
+def test_tests_of_one_lane_never_overlap(suite, pytester, monkeypatch):
+    """Two tests of the lane upgrade-under-load run one after the other; a test of no lane still runs beside them."""
+    spans = pytester.mkdir("spans")
+    monkeypatch.setenv("SPANS", str(spans))
+    suite.tests(LANE_TESTS)
+    result = suite.run_subprocess("--all-features", "-n", "3")
+    result.assert_outcomes(passed=3)
+    got = {p.name: json.loads(p.read_text()) for p in spans.iterdir()}
+    assert not overlaps(got["lane0"], got["lane1"]), f"the two tests of one lane overlapped: {got}"
+    assert any(overlaps(got["without"], got[g]) for g in ("lane0", "lane1")), \
+        f"the test of no lane ran beside neither: {got}"
+
+
+def test_an_unknown_lane_is_one_line(suite):
+    suite.tests(LANE_TESTS.replace('lane("upgrade-under-load")', 'lane("upgrades")'))
+    result = suite.run_subprocess("--all-features")
+    assert result.ret != 0
+    assert "names no lane; use one of upgrade-under-load" in result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()

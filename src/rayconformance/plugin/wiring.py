@@ -31,7 +31,7 @@ from rayconformance.run.finish import Finish
 from rayconformance.run.pressure import Pressure, Thresholds
 from rayconformance.run.progress import Progress, load_history
 from rayconformance.run.selection import Selection, narrowed_by
-from rayconformance.run.serial import MARKER_HELP, Serial
+from rayconformance.run.serial import LANE_HELP, MARKER_HELP, Serial
 from rayconformance.run.state import RUN, Run, is_conformance_run
 from rayconformance.run.stopped_workers import StoppedWorkers
 
@@ -62,6 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "feature(*names): the conformance features the test exercises "
                                        "(src/rayconformance/features/); tests of unsupported features are skipped")
     config.addinivalue_line("markers", MARKER_HELP)
+    config.addinivalue_line("markers", LANE_HELP)
     config.addinivalue_line("markers", SAMPLES_MARKER_HELP)
     config.addinivalue_line("markers", field_record.MARKER_HELP)
     if not is_conformance_run(config):
