@@ -20,8 +20,6 @@ from rayconformance.fixtures.waiting import wait_until
 from .helpers import deploy, with_reply
 from .test_incremental_upgrade import GATEWAY_API, backends, incremental_service
 
-pytestmark = pytest.mark.lane("upgrade-under-load")  # one such test at a time (run/serial.py)
-
 # KubeRay's option sets for the matrix: (stepSizePercent, intervalSeconds, maxSurgePercent)
 STANDARD_FAST, STANDARD_SLOW, CONSERVATIVE, BLUE_GREEN = (25, 2, 50), (25, 10, 50), (5, 2, 25), (100, 1, 100)
 # where the pending cluster's trafficRoutedPercent must be when the spec is reverted

@@ -23,8 +23,6 @@ from rayconformance.fixtures.watch import Watch
 
 from .helpers import deploy, greeter, with_reply
 
-pytestmark = pytest.mark.lane("upgrade-under-load")  # one such test at a time (run/serial.py)
-
 STEP, INTERVAL, SURGE = 25, 10, 50  # the rollback test's options
 
 # KubeRay's e2e sets (TestRayServiceIncrementalUpgrade): name -> (stepSizePercent, intervalSeconds, maxSurgePercent)

@@ -12,8 +12,6 @@ from rayconformance.fixtures.traffic import summary
 
 from .helpers import deploy, greeter, signal_processes
 
-pytestmark = pytest.mark.lane("upgrade-under-load")  # one such test at a time (run/serial.py)
-
 # How long the upgraded application's replica takes to start (samples/rayservice-greeter.yaml reads it): long
 # enough to lose the pending head between the operator's submission and the application running.
 APP_START_DELAY_S = 20

@@ -176,3 +176,17 @@ def test_an_unknown_lane_is_one_line(suite):
     assert result.ret != 0
     assert "names no lane; use one of upgrade-under-load" in result.stdout.str() + result.stderr.str()
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_the_upgrades_under_traffic_share_a_lane_by_module():
+    """The RayService upgrades measured under traffic are in the lane upgrade-under-load by their modules, which
+    exist (a renamed module would silently leave it)."""
+    from pathlib import Path
+
+    from rayconformance.run.serial import LANES
+
+    root = Path(__file__).resolve().parents[2]
+    for name, (_, modules) in LANES.items():
+        missing = [m for m in modules if not (root / m).is_file()]
+        assert not missing, f"lane {name} names modules that do not exist: {missing}"
+    assert "conformance/rayservice/test_upgrade.py" in LANES["upgrade-under-load"][1]
