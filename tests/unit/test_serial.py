@@ -123,15 +123,19 @@ def test_without(cluster):
 """
 
 
+def spans_of_three(suite, pytester, monkeypatch, tests: str) -> dict[str, list[float]]:
+    """Runs `tests` (three sample tests that record their spans) under -n 3; each test's [start, end] by name."""
+    spans = pytester.mkdir("spans")
+    monkeypatch.setenv("SPANS", str(spans))
+    suite.tests(tests)
+    suite.run_subprocess("--all-features", "-n", "3").assert_outcomes(passed=3)
+    return {p.name: json.loads(p.read_text()) for p in spans.iterdir()}
+
+
 def test_tests_using_an_exclusive_fixture_never_overlap(suite, pytester, monkeypatch):
     """Two tests using the `gateway` fixture (one Gateway implementation for the whole cluster) run one after the
     other, while a test that does not use it still runs beside them."""
-    spans = pytester.mkdir("spans")
-    monkeypatch.setenv("SPANS", str(spans))
-    suite.tests(GATEWAY_TESTS)
-    result = suite.run_subprocess("--all-features", "-n", "3")
-    result.assert_outcomes(passed=3)
-    got = {p.name: json.loads(p.read_text()) for p in spans.iterdir()}
+    got = spans_of_three(suite, pytester, monkeypatch, GATEWAY_TESTS)
     assert not overlaps(got["gateway0"], got["gateway1"]), f"the two tests using the gateway overlapped: {got}"
     assert any(overlaps(got["without"], got[g]) for g in ("gateway0", "gateway1")), \
         f"the test without the gateway ran beside neither: {got}"
@@ -159,12 +163,7 @@ def test_without(cluster):
 
 def test_tests_of_one_lane_never_overlap(suite, pytester, monkeypatch):
     """Two tests of the lane upgrade-under-load run one after the other; a test of no lane still runs beside them."""
-    spans = pytester.mkdir("spans")
-    monkeypatch.setenv("SPANS", str(spans))
-    suite.tests(LANE_TESTS)
-    result = suite.run_subprocess("--all-features", "-n", "3")
-    result.assert_outcomes(passed=3)
-    got = {p.name: json.loads(p.read_text()) for p in spans.iterdir()}
+    got = spans_of_three(suite, pytester, monkeypatch, LANE_TESTS)
     assert not overlaps(got["lane0"], got["lane1"]), f"the two tests of one lane overlapped: {got}"
     assert any(overlaps(got["without"], got[g]) for g in ("lane0", "lane1")), \
         f"the test of no lane ran beside neither: {got}"
