@@ -67,6 +67,7 @@ def durations(path: str | None) -> dict[str, float]:
 
 
 MOST = 0.8  # of the tests the largest earlier report ran
+UNREADABLE = (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError)  # a report earlier_report passes over
 LOOK_BACK = 20  # the newest reports read
 
 
@@ -92,7 +93,7 @@ def earlier_report(report_dir: Path, cluster: str | None = None, profile: str | 
     for when, p in sorted(((mtime(p), p) for p in report_dir.glob(f"*/{FILENAME}")), reverse=True)[:LOOK_BACK]:
         try:
             n, on = ran(p)
-        except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError):
+        except UNREADABLE:
             continue
         if n and (cluster is None or on == Path(cluster).stem):
             found.append((when, n, p))
@@ -100,7 +101,7 @@ def earlier_report(report_dir: Path, cluster: str | None = None, profile: str | 
     if published is not None:
         try:
             found.append((-1.0, ran(published)[0], published))  # the oldest: a run of this machine's goes first
-        except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError):
+        except UNREADABLE:
             pass
     if not found:
         return None
