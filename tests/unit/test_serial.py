@@ -123,10 +123,12 @@ def test_without(cluster):
 """
 
 
-def spans_of_three(suite, pytester, monkeypatch, tests: str) -> dict[str, list[float]]:
-    """Runs `tests` (three sample tests that record their spans) under -n 3; each test's [start, end] by name."""
+def spans_of_three(suite, pytester, monkeypatch, tests: str, cores: int = 8) -> dict[str, list[float]]:
+    """Runs `tests` (three sample tests that record their spans) under -n 3 on a machine of `cores` (as the run
+    sees it); each test's [start, end] by name."""
     spans = pytester.mkdir("spans")
     monkeypatch.setenv("SPANS", str(spans))
+    pytester.makeconftest(MACHINE_OF.format(cores=cores))
     suite.tests(tests)
     suite.run_subprocess("--all-features", "-n", "3").assert_outcomes(passed=3)
     return {p.name: json.loads(p.read_text()) for p in spans.iterdir()}
@@ -161,12 +163,37 @@ def test_without(cluster):
 """
 
 
+MACHINE_OF = """
+from rayconformance.run import workers
+
+workers.machine = lambda: ({cores}, 24)
+"""
+
+
 def test_tests_of_one_lane_never_overlap(suite, pytester, monkeypatch):
-    """Two tests of the lane upgrade-under-load run one after the other; a test of no lane still runs beside them."""
+    """Two tests of the lane upgrade-under-load run one after the other; a test of no lane still runs beside them
+    on a machine of 8 cores."""
     got = spans_of_three(suite, pytester, monkeypatch, LANE_TESTS)
     assert not overlaps(got["lane0"], got["lane1"]), f"the two tests of one lane overlapped: {got}"
     assert any(overlaps(got["without"], got[g]) for g in ("lane0", "lane1")), \
         f"the test of no lane ran beside neither: {got}"
+
+
+def test_a_lane_needing_the_machine_runs_alone_on_a_small_one(suite, pytester, monkeypatch):
+    """On 2 cores the tests of upgrade-under-load run alone: neither overlaps the other or the test of no lane, and
+    the run's header says so."""
+    got = spans_of_three(suite, pytester, monkeypatch, LANE_TESTS, cores=2)
+    lane = [got["lane0"], got["lane1"]]
+    assert not overlaps(*lane) and not any(overlaps(got["without"], s) for s in lane), \
+        f"a test of the lane upgrade-under-load ran beside another on 2 cores: {got}"
+
+
+def test_the_header_names_the_lanes_run_alone(suite, pytester, monkeypatch):
+    monkeypatch.setenv("SPANS", str(pytester.mkdir("spans")))
+    pytester.makeconftest(MACHINE_OF.format(cores=2))
+    suite.tests(LANE_TESTS)
+    result = suite.run("--all-features")
+    result.stdout.fnmatch_lines(["*lane upgrade-under-load: its tests run alone on this machine (2 cores, fewer than 4*"])
 
 
 def test_an_unknown_lane_is_one_line(suite):
@@ -185,7 +212,7 @@ def test_the_upgrades_under_traffic_share_a_lane_by_module():
     from rayconformance.run.serial import LANES
 
     root = Path(__file__).resolve().parents[2]
-    for name, (_, modules) in LANES.items():
-        missing = [m for m in modules if not (root / m).is_file()]
+    for name, lane in LANES.items():
+        missing = [m for m in lane.modules if not (root / m).is_file()]
         assert not missing, f"lane {name} names modules that do not exist: {missing}"
-    assert "conformance/rayservice/test_upgrade.py" in LANES["upgrade-under-load"][1]
+    assert "conformance/rayservice/test_upgrade.py" in LANES["upgrade-under-load"].modules
