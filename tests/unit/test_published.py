@@ -157,6 +157,14 @@ def test_a_run_on_another_ray_than_the_profiles_default_is_a_column_of_its_own()
     assert publish.place({"implementation": impl}) == ("kuberay", "v1.6.1")
 
 
+def test_a_run_on_kind_is_published_beside_the_beds_run():
+    impl = {"project": "kuberay", "version": "v1.7.0"}
+    assert publish.place({"implementation": impl, "cluster": {"provider": "kind"}}) == ("kuberay", "v1.7.0+kind")
+    assert publish.place({"implementation": impl, "cluster": {"provider": "local"}}) == ("kuberay", "v1.7.0")
+    assert publish.place({"implementation": impl, "operator": {"profile": "kuberay-v1.6.1", "rayVersion": "2.46.0"},
+                          "cluster": {"provider": "kind"}}) == ("kuberay", "v1.7.0+ray2.46.0+kind")
+
+
 def test_a_run_of_uncommitted_tests_is_not_published(suite, tmp_path):
     """A published run is checked later against the commit it names: one whose tests differ is refused now."""
     import subprocess

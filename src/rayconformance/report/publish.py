@@ -27,6 +27,7 @@ from rayconformance.report.results import FILENAME
 
 PUBLISHED = certify.ROOT / "reports" / "published"
 FILES = (FILENAME, signing.SIGNATURE, "report.html", "junit.xml")  # what a published run holds; the report is required
+BED = "local"  # the provider of the unsuffixed column: the project's own bed, where the first published runs came from
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,62}$")  # a project or version as one path component
 
 
@@ -53,7 +54,9 @@ def default_ray_version(profile: str, root: Path = certify.ROOT) -> str | None:
 
 def place(report: dict) -> tuple[str, str]:
     """(project, version) of the report's implementation block, each usable as a directory name. A run with another
-    Ray than its profile's default is a column of its own: `<version>+ray<X.Y.Z>` (e.g. v1.6.1+ray2.46.0)."""
+    Ray than its profile's default is a column of its own: `<version>+ray<X.Y.Z>` (e.g. v1.6.1+ray2.46.0); so is a
+    run on another provider than the project's own bed (`local`), beside it: `<version>+<provider>` (v1.7.0+kind,
+    a real kubelet's run a certifier can compare with KubeRay's own CI)."""
     impl = report.get("implementation") or {}
     out = []
     for key in ("project", "version"):
@@ -66,6 +69,9 @@ def place(report: dict) -> tuple[str, str]:
     ray = str(operator.get("rayVersion") or "")
     if ray and NAME.match(ray) and ray != default_ray_version(str(operator.get("profile") or "")):
         out[1] += f"+ray{ray}"
+    provider = str((report.get("cluster") or {}).get("provider") or "")
+    if provider and provider != BED and NAME.match(provider):
+        out[1] += f"+{provider}"
     return out[0], out[1]
 
 
