@@ -120,3 +120,20 @@ def test_no_expect_helper_catches_a_timed_out_wait():
                     node.type):
                 caught.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not caught, f"these catch AssertionError (a wait's verdict) in fixtures/expect: {caught}"
+
+
+def test_no_expect_helper_ends_a_hold_when_its_time_runs_out():
+    """`wait_until(get, lambda s: not held(s) or now >= until)` (in a helper or a test) passes on one good look at the end after a window of
+    failed looks (a failed look is "not yet" to `wait_until`): a hold is `must_keep`'s."""
+    found = []
+    for path in sorted([*(ROOT / "fixtures").rglob("*.py"), *(ROOT / "conformance").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("wait_until") and len(node.args) > 1):
+                continue
+            holds = node.args[1]
+            body = holds.body if isinstance(holds, ast.Lambda) else None
+            if isinstance(body, ast.BoolOp) and isinstance(body.op, ast.Or) and any(
+                    isinstance(v, ast.Compare) and any(isinstance(op, (ast.GtE, ast.Gt)) for op in v.ops)
+                    for v in body.values):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, f"these end a hold by the clock through wait_until (use must_keep): {found}"
