@@ -56,7 +56,7 @@ def test_changing_course_mid_upgrade_settles_on_the_last_spec(ctx, gateway, case
     rollback in progress: the original one for A (the new one deleted), the same new one for B (the rollback
     canceled, no third cluster), a fresh one for C (the abandoned one deleted). Its HTTPRoute routes to that
     cluster's serve Service alone, every later request is answered with that spec's reply from that cluster, and no
-    request fails on the way, except, when the new head is lost, those it was answering until the traffic is back on
+    request fails on the way, up to 30 s after the last Pod of a RayCluster it left is gone, except, when the new head is lost, those it was answering until the traffic is back on
     the original cluster (measured: a head lost with 75% of the traffic fails requests whatever the operator does)."""
     sequence, stage, (step, interval, surge), crash = CASES[case]
     gateway_class = gateway()
@@ -130,7 +130,10 @@ def test_changing_course_mid_upgrade_settles_on_the_last_spec(ctx, gateway, case
         (f"once settled on {final} (spec {last}), every request must be answered {REPLY[last]!r} from it; observed "
          f"{wrong or 'no other answer'} and {failed_since} failed among the next requests: {summary(later)}")
 
-    # step 6: no request failed (with the new head lost, those it was answering fail until the traffic is back)
+    # step 6: no request failed until the left RayClusters' Pods were gone and 30 s more (with the new head lost,
+    # those it was answering fail until the traffic is back)
+    for gone in sorted({original, first_pending} - {final}):
+        service.traffic_must_outlast(gen, gone)
     stats = service.stop_traffic(gen)
     if crash:
         ctx.measure("rollback.failed_while_the_new_head_was_lost", stats["failures"])
