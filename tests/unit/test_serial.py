@@ -194,6 +194,7 @@ def test_the_header_names_the_lanes_run_alone(suite, pytester, monkeypatch):
     suite.tests(LANE_TESTS)
     result = suite.run("--all-features")
     result.stdout.fnmatch_lines(["*lane upgrade-under-load: its tests run alone on this machine (2 cores, fewer than 4*"])
+    assert suite.report()["scheduling"]["lanesAlone"] == ["upgrade-under-load"]
 
 
 def test_an_unknown_lane_is_one_line(suite):

@@ -31,7 +31,7 @@ from rayconformance.run.finish import Finish
 from rayconformance.run.pressure import Pressure, Thresholds
 from rayconformance.run.progress import Progress, load_history
 from rayconformance.run.selection import Selection, narrowed_by
-from rayconformance.run.serial import LANE_HELP, MARKER_HELP, Serial
+from rayconformance.run.serial import LANE_HELP, MARKER_HELP, Serial, alone_lanes
 from rayconformance.run.state import RUN, Run, is_conformance_run
 from rayconformance.run.stopped_workers import StoppedWorkers
 
@@ -85,7 +85,8 @@ def pytest_configure(config: pytest.Config) -> None:
             workers.one_at_a_time(config)
             choice = config.stash.get(workers.CHOICE, None) or workers.given(config.getoption("numprocesses", None))
             config.stash[workers.CHOICE] = choice
-            run.results.scheduling = choice.to_report(run.options.order)
+            run.results.scheduling = {**choice.to_report(run.options.order),
+                                      "lanesAlone": alone_lanes(workers.machine()[0])}
             run.results.narrowed_by = narrowed_by(config, run.options)
             run.results.reproduce = recipe.section(config, run.options)
             plugins |= {"results": run.results, "finish": Finish(run), "progress": Progress(config, history),
