@@ -83,6 +83,8 @@ features: [RayClusterProvisioning]
     (["--operator-profile=custom.yaml"], PROFILE.replace("[RayClusterProvisioning]", "[Teleport]"),
      "unknown feature(s) Teleport in features; valid features:"),
     (["--operator-profile=custom.yaml"], PROFILE.replace("name: custom\n", ""), "missing required key 'name'"),
+    (["--operator-profile=custom.yaml", "--provider=local"], PROFILE + "install: {local: {manifests: [op.yaml]}}\n",
+     "install.local.manifests: "),
     (["--timeout-scale=0"], None, "--timeout-scale must be a number > 0, got '0'"),
     (["--timeout-scale=fast"], None, "--timeout-scale must be a number > 0, got 'fast'"),
     (["--run-id=a/b"], None, "--run-id 'a/b' is not usable"),

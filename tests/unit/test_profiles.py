@@ -133,3 +133,42 @@ def test_a_release_lacks_the_features_added_after_it():
     assert "RayJobSidecarMode" in profiles.load("kuberay-v1.4.2").lacks
     assert "RayJobSidecarMode" not in profiles.load("kuberay-v1.5.0").lacks
     assert profiles.load("kuberay-v1.7.0").lacks == ()
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("kind: Deployment\nmetadata: {name: op\n", "is not valid YAML"),
+    ("apiVersion: v1\nkind: ConfigMap\n", "document 1: not a Kubernetes object (it needs apiVersion, kind and "
+                                          "metadata.name)"),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n- just a list\n", "document 2: not a Kubernetes"),
+])
+def test_a_malformed_manifest_of_the_profiles_own_is_one_line(tmp_path, content, expected):
+    """A third party's operator installed from manifests of its own: a broken file is named as the run starts
+    (options.py checks the provider's install), before anything is built or brought up."""
+    import yaml
+
+    (tmp_path / "operator.yaml").write_text(content)
+    profile = profiles.parse(yaml.safe_load(HEAD + "install: {local: {manifests: [operator.yaml]}}\n"),
+                             tmp_path / "vendor.yaml")
+    with pytest.raises(profiles.ProfileError) as e:
+        profiles.check_own_manifests(profile, "local")
+    assert expected in str(e.value) and "operator.yaml" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_missing_manifest_of_the_profiles_own_is_one_line(tmp_path):
+    import yaml
+
+    profile = profiles.parse(yaml.safe_load(HEAD + "install: {kind: {manifests: [deploy/]}}\n"), tmp_path / "vendor.yaml")
+    profiles.check_own_manifests(profile, "local")  # no install on local: nothing to check
+    with pytest.raises(profiles.ProfileError) as e:
+        profiles.check_own_manifests(profile, "kind")
+    assert "install.kind.manifests:" in str(e.value) and "deploy not found" in str(e.value)
+
+
+def test_well_formed_manifests_of_the_profiles_own_load(tmp_path):
+    import yaml
+
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "a.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: op}\n---\n")
+    p = profiles.parse(yaml.safe_load(HEAD + "install: {local: {manifests: [deploy]}}\n"), tmp_path / "vendor.yaml")
+    profiles.check_own_manifests(p, "local")
+    assert p.install["local"].manifests == ("deploy",)

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 INSTALL_KEYS = ("source", "manifests", "helm", "namespace", "deployment", "container", "image", "args", "env",
                 "readyTimeoutSeconds", "submitterImage")
 RELEASE_SOURCE_KEYS = ("name", "version", "patch")  # a KubeRay release's module, built into the tool cache
@@ -189,3 +191,37 @@ def _helm(raw, where: str) -> HelmChart:
     return HelmChart(chart=raw["chart"], repository=raw.get("repository") or None,
                      version=None if raw.get("version") is None else str(raw["version"]),
                      release=raw.get("release") or None, values=values, crds=crds)
+
+
+def manifest_objects(text: str, origin: str) -> list[dict]:
+    """The objects of a manifest's YAML documents (empty ones dropped); a document that is not YAML, or not an
+    object with apiVersion, kind and metadata.name, is a SectionError naming `origin` and the document."""
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d]
+    except yaml.YAMLError as e:
+        raise SectionError(f"operator manifest {origin} is not valid YAML: {' '.join(str(e).split())}") from None
+    for i, d in enumerate(docs, 1):
+        meta = d.get("metadata") if isinstance(d, dict) else None
+        if not (isinstance(d, dict) and isinstance(d.get("apiVersion"), str) and isinstance(d.get("kind"), str)
+                and isinstance(meta, dict) and isinstance(meta.get("name"), str) and meta["name"]):
+            raise SectionError(f"operator manifest {origin}, document {i}: not a Kubernetes object (it needs "
+                               "apiVersion, kind and metadata.name)")
+    return docs
+
+
+def check_own_manifests(section: InstallSection, profile_dir: Path, where: str) -> None:
+    """A section with no source or chart installs manifests of the profile's own (paths relative to its directory):
+    each must exist and its YAML files hold Kubernetes objects, checked when the profile loads. Kustomize
+    directories are rendered at install (by the provider's kubectl); manifests in the tool cache are built then."""
+    if section.source is not None or section.helm is not None:
+        return
+    for m in section.manifests:
+        if "${CACHE}" in m:
+            continue
+        p = Path(m) if Path(m).is_absolute() else profile_dir / m
+        if not p.exists():
+            raise SectionError(f"{where}.manifests: {p} not found (relative paths are relative to the profile)")
+        if p.is_dir() and (p / "kustomization.yaml").exists():
+            continue
+        for f in sorted(p.glob("*.yaml")) if p.is_dir() else [p]:
+            manifest_objects(f.read_text(), str(f))

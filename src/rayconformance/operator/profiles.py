@@ -16,6 +16,7 @@ import yaml
 from rayconformance import features
 
 from .install_section import InstallSection, SectionError
+from .install_section import check_own_manifests as check_section_manifests
 from .install_section import parse as parse_section
 
 PROFILES_DIR = Path(__file__).resolve().parents[3] / "profiles"  # the checkout's profiles/
@@ -94,6 +95,18 @@ def load(name_or_path: str) -> Profile:
     except yaml.YAMLError as e:
         raise ProfileError(f"operator profile {path} is not valid YAML: {' '.join(str(e).split())}") from None
     return parse(raw, path)
+
+
+def check_own_manifests(profile: Profile, provider: str) -> None:
+    """The profile's install on `provider` from manifests of its own: each there and holding Kubernetes objects
+    (install_section.check_own_manifests), checked as a run starts, before anything is built or brought up."""
+    section = profile.install.get(provider)
+    if section is None:
+        return
+    try:
+        check_section_manifests(section, profile.path.parent, f"install.{provider}")
+    except SectionError as e:
+        raise ProfileError(f"operator profile {profile.path}: {e}") from None
 
 
 def parse(raw, path: Path) -> Profile:

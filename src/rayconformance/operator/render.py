@@ -6,12 +6,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import yaml
-
 from rayconformance.clusters.toolcache import CACHE
 
 from . import OperatorError
-from .install_section import InstallSection, built_image
+from .install_section import InstallSection, built_image, manifest_objects
 from .source import source_dir
 
 
@@ -19,7 +17,7 @@ def _kustomize(path: Path, kubectl: str) -> list[dict]:
     r = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True)
     if r.returncode != 0:
         raise OperatorError(f"kustomize {path} failed: {r.stderr.strip().splitlines()[-1] if r.stderr else r.returncode}")
-    return [d for d in yaml.safe_load_all(r.stdout) if d]
+    return manifest_objects(r.stdout, f"{path} (as kustomize rendered it)")
 
 
 def render(spec: InstallSection, feature_gates: dict[str, bool], profile_dir: Path, kubectl: str) -> list[dict]:
@@ -39,7 +37,7 @@ def render(spec: InstallSection, feature_gates: dict[str, bool], profile_dir: Pa
             objects += _kustomize(p, kubectl)
         else:
             for f in sorted(p.glob("*.yaml")) if p.is_dir() else [p]:
-                objects += [d for d in yaml.safe_load_all(f.read_text()) if d]
+                objects += manifest_objects(f.read_text(), str(f))
     ns = spec.namespace
     old_ns = {o["metadata"].get("namespace") for o in objects if o["metadata"].get("namespace")}
     for o in objects:

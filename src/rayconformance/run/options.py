@@ -323,6 +323,8 @@ def load(config: pytest.Config) -> Options:
             raise pytest.UsageError(features.unknown_message(bad, f"--{name}"))
     try:
         profile = profiles.load(v["operator-profile"])
+        if not workerinput and not config.option.collectonly:
+            profiles.check_own_manifests(profile, provider)
     except profiles.ProfileError as e:
         raise pytest.UsageError(str(e)) from None
 
