@@ -4,6 +4,7 @@ from __future__ import annotations
 import shutil
 import sys
 
+import pytest
 import yaml
 
 from rayconformance.__main__ import main
@@ -194,6 +195,18 @@ def test_the_suite_digest_covers_the_framework_code_the_tests_run(suite, tmp_pat
     expect.write_text(expect.read_text() + "\nassert True\n")
     problems = certify.verify(suite.run_dir, root=copy)
     assert len(problems) == 1 and problems[0].startswith("suite digest") and "framework code" in problems[0], problems
+
+
+@pytest.mark.parametrize("changed", ["clusters/kind-gpu.yaml", "clusters/local/versions.env",
+                                     "clusters/local/ray-constraints.txt"])
+def test_the_suite_digest_covers_the_beds_definitions_and_pinned_versions(suite, tmp_path, changed):
+    """Another Kubernetes, another Ray dependency, another cluster definition: another suite."""
+    run(suite)
+    copy = copy_of_suite(tmp_path)
+    path = copy / changed
+    path.write_text(path.read_text() + "\n# changed\n")
+    problems = certify.verify(suite.run_dir, root=copy)
+    assert len(problems) == 1 and problems[0].startswith("suite digest") and "test beds" in problems[0], problems
 
 
 def test_the_profile_digest_is_checked_against_the_profile_the_report_names(suite, tmp_path):

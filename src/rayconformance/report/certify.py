@@ -1,7 +1,8 @@
 """What makes a report checkable: digests of what ran, recorded in the report, and `verify`.
 
-A report records the suite's digest (everything that decides a verdict: the conformance tests, the samples, and the
-framework code they run, fixtures/, src/ and clusters/; `SCHEMES`), the digest of the operator profile that ran, and
+A report records the suite's digest (everything that decides a verdict: the conformance tests, the samples, the
+framework code they run, fixtures/, src/ and clusters/, and the cluster definitions with the pinned versions of what
+the beds run; `SCHEMES`), the digest of the operator profile that ran, and
 a checksum of its results (each test's name, features and outcome). `verify` checks a submitted report directory
 against a suite (this checkout, or the files of an earlier suite commit, `root`): the schema; the suite digest, by
 the digest scheme the report names (the same suite ran); the profile digest, when the profile it names is in that
@@ -39,8 +40,13 @@ SCHEMES = {1: (("conformance", "**/*.py"), ("samples", "**/*.yaml")),
                ("src", "**/*.py")),
            # the Ray programs the tests run as Ray jobs moved out of the test modules into samples/programs/*.py
            4: (("conformance", "**/*.py"), ("samples", ("**/*.yaml", "programs/*.py")), ("fixtures", "**/*.py"),
-               ("clusters", "**/*.py"), ("src", "**/*.py"))}
-SCHEME = 4  # what a run records
+               ("clusters", "**/*.py"), ("src", "**/*.py")),
+           # the cluster definitions and the pinned versions of what the beds run (Kubernetes, etcd, kind, Helm, Ray's
+           # dependencies: clusters/local/versions.env, ray-constraints.txt) and the scripts and files that build them
+           5: (("conformance", "**/*.py"), ("samples", ("**/*.yaml", "programs/*.py")), ("fixtures", "**/*.py"),
+               ("clusters", ("**/*.py", "**/*.yaml", "**/*.sh", "**/*.env", "**/*.txt", "**/*.c", "**/*.conf")),
+               ("src", "**/*.py"))}
+SCHEME = 5  # what a run records
 SUITE_PARTS = SCHEMES[SCHEME]
 # read from an earlier suite, where its commit keeps them: since the framework left fixtures/, and before
 FEATURES_FILES = ("src/rayconformance/features/__init__.py", "src/rayconformance/features.py", "fixtures/features.py")
@@ -147,7 +153,7 @@ def verify(run_dir: Path, root: Path = ROOT, claims: bool = True, key=None, key_
                 f"{report.get('suiteVersion')})"]
     if cert.get("suiteDigest") != suite_digest(root, scheme):
         problems.append(f"suite digest {cert.get('suiteDigest')} is not this suite's {suite_digest(root, scheme)}: "
-                        "the report was made by other conformance tests, samples or framework code (suite "
+                        "the report was made by other conformance tests, samples, framework code or test beds (suite "
                         f"{report.get('suiteVersion')})")
     if profile := profile_problem(report, root):
         problems.append(profile)
