@@ -114,7 +114,7 @@ def evidence_lines(report: dict, run_dir: Path, shown: str) -> list[str]:
     on_disk = [d for d in diagnosed if (run_dir / d).is_dir()]
     lines.append(f"diagnostics: {len(diagnosed)} test(s) under {shown}/diagnostics/"
                  + (f" ({len(diagnosed) - len(on_disk)} not in this copy)" if len(on_disk) < len(diagnosed) else "")
-                 if diagnosed else "diagnostics: none saved (a failed test's namespace is saved when it had one)")
+                 if diagnosed else "diagnostics: none saved (each test's namespace is saved when it had one, unless --diagnostics failed)")
     for name in ("testbed-logs", report_page.FILENAME, report_page.JUNIT):
         if (run_dir / name).exists():
             lines.append(f"{name}: {shown}/{name}")

@@ -1,4 +1,4 @@
-"""The `namespace` fixture's lifecycle: diagnostics on failure, then vendors' hooks, then deletion."""
+"""The `namespace` fixture's lifecycle: diagnostics (a failed test's with logs), then vendors' hooks, then deletion."""
 from __future__ import annotations
 
 import json
@@ -18,7 +18,7 @@ calls = []
 def fake_collect(api, namespace, out, **kwargs):
     out.mkdir(parents=True, exist_ok=True)
     (out / "pods.yaml").write_text("kind: Pod\\n")
-    calls.append(["collect", namespace, kwargs["operator"]])
+    calls.append(["collect", namespace, kwargs["operator"], kwargs["logs"]])
     return []
 
 
@@ -56,21 +56,33 @@ def calls(pytester) -> list[list]:
     return json.loads((pytester.path / "calls.json").read_text())
 
 
-def test_failure_is_diagnosed_before_the_namespace_goes(suite, pytester):
+def test_every_test_is_diagnosed_before_the_namespace_goes_a_failed_one_with_logs(suite, pytester):
+    """The evidence behind a pass is kept as a failure's is (its objects and events); logs for a failure."""
     pytester.makeconftest(CONFTEST)
     suite.tests(TESTS)
     result = suite.run("--operator-profile=none", "--all-features", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=1)
     assert calls(pytester) == [
-        ["create", "fine", "unit"], ["hook", "rc-fine", "fine"], ["delete", "rc-fine"],
-        ["create", "broken", "unit"], ["collect", "rc-broken", None], ["hook", "rc-broken", "broken"],
+        ["create", "fine", "unit"], ["collect", "rc-fine", None, False], ["hook", "rc-fine", "fine"],
+        ["delete", "rc-fine"],
+        ["create", "broken", "unit"], ["collect", "rc-broken", None, True], ["hook", "rc-broken", "broken"],
         ["delete", "rc-broken"],
     ]
     tests = {t["name"]: t for t in suite.report()["tests"]}
-    assert tests["broken"]["diagnostics"] == "diagnostics/broken" and "diagnostics" not in tests["fine"]
+    assert tests["broken"]["diagnostics"] == "diagnostics/broken" and tests["fine"]["diagnostics"] == "diagnostics/fine"
     page = (suite.run_dir / "report.html").read_text()  # the suite's page links each test's diagnostics
     assert "href='diagnostics/broken/'" in page, page
     assert '<property name="diagnostics" value="diagnostics/broken"' in (suite.run_dir / "junit.xml").read_text()
+
+
+def test_diagnostics_failed_keeps_a_passing_tests_namespace_out_and_full_keeps_its_logs(suite, pytester):
+    pytester.makeconftest(CONFTEST)
+    suite.tests(TESTS)
+    suite.run("--operator-profile=none", "--all-features", "-p", "no:randomly", "--diagnostics=failed")
+    assert [c for c in calls(pytester) if c[0] == "collect"] == [["collect", "rc-broken", None, True]]
+    suite.run("--operator-profile=none", "--all-features", "-p", "no:randomly", "--diagnostics=full")
+    assert [c for c in calls(pytester) if c[0] == "collect"] == [["collect", "rc-fine", None, True],
+                                                                 ["collect", "rc-broken", None, True]]
 
 
 def test_keep_resources_keeps_the_namespace(suite, pytester):

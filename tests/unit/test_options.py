@@ -86,6 +86,7 @@ features: [RayClusterProvisioning]
     (["--operator-profile=custom.yaml", "--provider=local"], PROFILE + "install: {local: {manifests: [op.yaml]}}\n",
      "install.local.manifests: "),
     (["--timeout-scale=0"], None, "--timeout-scale must be a number > 0, got '0'"),
+    (["--diagnostics=some"], None, "--diagnostics some: use one of evidence, full, failed"),
     (["--timeout-scale=fast"], None, "--timeout-scale must be a number > 0, got 'fast'"),
     (["--run-id=a/b"], None, "--run-id 'a/b' is not usable"),
     (["--run-id=published"], None, "--run-id published: reports/published/ holds published runs"),

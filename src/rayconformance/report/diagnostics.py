@@ -73,11 +73,11 @@ GATEWAY_API = ("gateway.networking.k8s.io", "v1", ("Gateway", "HTTPRoute"))
 
 
 def collect(api, namespace: str, out_dir: Path, *, operator=None, since_seconds: int | None = None,
-            also_logs: tuple = ()) -> list[str]:
+            also_logs: tuple = (), logs: bool = True) -> list[str]:
     """Save the diagnostics of `namespace` under `out_dir`; `operator` is (namespace, Deployment name) of the
     operator, whose logs since `since_seconds` ago are saved too, and so are the logs of the Pods of each
-    (namespace, label selector, directory) of `also_logs` (e.g. the Gateway implementation the test used).
-    Returns what could not be collected (also written to errors.txt)."""
+    (namespace, label selector, directory) of `also_logs` (e.g. the Gateway implementation the test used). Without
+    `logs`, the objects and events alone. Returns what could not be collected (also written to errors.txt)."""
     from kubernetes import client
 
     from rayconformance.kube import client as kube
@@ -141,7 +141,9 @@ def collect(api, namespace: str, out_dir: Path, *, operator=None, since_seconds:
                 found[f"{kind.lower()}s.yaml"] = to_yaml(kind, items)
         return found
     step("gateway api objects", gateway_objects)
-    if not can_save_logs:
+    if not logs:
+        operator, also_logs = None, ()
+    elif not can_save_logs:
         errors.append("logs: not saved, because the namespace's Secrets could not be read to scrub them")
     else:
         step("pod logs", lambda: pod_logs(core.list_namespaced_pod(namespace).items, "logs") or {})

@@ -14,7 +14,7 @@ from rayconformance import features
 from .results import DIAGNOSTICS_PROPERTY, INTERRUPTED_PROPERTY
 
 PHASE_REPORTS = pytest.StashKey[dict]()
-DIAGNOSE = pytest.StashKey[Callable[[], None]]()  # saves this test's diagnostics if it failed (namespace fixture)
+DIAGNOSE = pytest.StashKey[Callable[[], None]]()  # saves this test's diagnostics (the namespace fixture's)
 
 
 def failed(item: pytest.Item) -> bool:

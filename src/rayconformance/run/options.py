@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 GROUP = "rayconformance"
 OPTIONS_FILE = "conformance-options-file"
+DIAGNOSTICS = ("evidence", "full", "failed")  # --diagnostics
 PUBLISHED = "published"  # reports/published/: verified runs kept in git, not a run's directory
 RUN_ID = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,38}[A-Za-z0-9])?$")
 
@@ -79,6 +80,9 @@ OPTS = (
     Opt("report-dir", "str", "reports", "directory for run output (default: reports)"),
     Opt("run-id", "str", None, "name of this run's directory and label value (default: timestamp + random)"),
     Opt("keep-resources", "flag", False, "keep namespaces, the operator and the cluster after the run"),
+    Opt("diagnostics", "str", "evidence", "what each test's namespace leaves in the run's diagnostics: evidence "
+                                          "(every test's objects and events, a failed test's logs), full (logs of "
+                                          "passing tests too) or failed (failed tests only)"),
     Opt("mode", "str", "default", "the implementation's operating mode, as recorded in the report"),
     Opt("report-organization", "str", None, "override the profile's implementation.organization"),
     Opt("report-project", "str", None, "override the profile's implementation.project"),
@@ -148,6 +152,7 @@ class Options:
     provider_reason: str = ""  # why this provider: the option that named it, or what the machine offers
     durations_from: str | None = None  # the report `durations` come from
     sign_key: Path | None = None  # --sign-key, checked to be a usable key (the controller's; None in xdist workers)
+    diagnostics: str = "evidence"  # one of DIAGNOSTICS: whose namespace diagnostics are kept, and with logs or not
 
     @property
     def order(self) -> str:
@@ -332,6 +337,8 @@ def load(config: pytest.Config) -> Options:
     tree_key = check_operator_tree(v["operator-tree"], profile, provider, config.option.collectonly)
 
     report_dir = config.invocation_params.dir / v["report-dir"]
+    if v["diagnostics"] not in DIAGNOSTICS:
+        raise pytest.UsageError(f"--diagnostics {v['diagnostics']}: use one of {', '.join(DIAGNOSTICS)}")
     if v["fail-on"] not in baseline.FAIL_ON:
         raise pytest.UsageError(f"--fail-on {v['fail-on']}: use one of {', '.join(baseline.FAIL_ON)}")
     if v["fail-on"] == "regression" and not v["baseline"]:
@@ -376,6 +383,6 @@ def load(config: pytest.Config) -> Options:
         keep_resources=v["keep-resources"], mode=v["mode"], implementation=implementation, ray_version=ray_version,
         operator_tree=str(tree_key.tree) if tree_key else None, operator_tree_key=tree_key,
         provider_factory=config.getoption(dest(PROVIDER_FACTORY)), attach_kubeconfig=attach,
-        provider_reason=why, durations_from=durations_from, sign_key=sign_key,
+        provider_reason=why, durations_from=durations_from, sign_key=sign_key, diagnostics=v["diagnostics"],
     )
 
