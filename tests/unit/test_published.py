@@ -163,6 +163,8 @@ def test_a_run_on_kind_is_published_beside_the_beds_run():
     assert publish.place({"implementation": impl, "cluster": {"provider": "local"}}) == ("kuberay", "v1.7.0")
     assert publish.place({"implementation": impl, "operator": {"profile": "kuberay-v1.6.1", "rayVersion": "2.46.0"},
                           "cluster": {"provider": "kind"}}) == ("kuberay", "v1.7.0+ray2.46.0+kind")
+    assert publish.place({"implementation": impl, "mode": "multi-tenant"}) == ("kuberay", "v1.7.0+mode-multi-tenant")
+    assert publish.place({"implementation": impl, "mode": "default"}) == ("kuberay", "v1.7.0")
 
 
 def test_a_run_of_uncommitted_tests_is_not_published(suite, tmp_path):

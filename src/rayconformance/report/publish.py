@@ -56,7 +56,8 @@ def place(report: dict) -> tuple[str, str]:
     """(project, version) of the report's implementation block, each usable as a directory name. A run with another
     Ray than its profile's default is a column of its own: `<version>+ray<X.Y.Z>` (e.g. v1.6.1+ray2.46.0); so is a
     run on another provider than the project's own bed (`local`), beside it: `<version>+<provider>` (v1.7.0+kind,
-    a real kubelet's run a certifier can compare with KubeRay's own CI)."""
+    a real kubelet's run a certifier can compare with KubeRay's own CI); and a run of another operating mode than
+    `default` (--mode): `<version>+mode-<mode>`."""
     impl = report.get("implementation") or {}
     out = []
     for key in ("project", "version"):
@@ -72,6 +73,9 @@ def place(report: dict) -> tuple[str, str]:
     provider = str((report.get("cluster") or {}).get("provider") or "")
     if provider and provider != BED and NAME.match(provider):
         out[1] += f"+{provider}"
+    mode = str(report.get("mode") or "default")
+    if mode != "default" and NAME.match(mode):
+        out[1] += f"+mode-{mode}"
     return out[0], out[1]
 
 
