@@ -69,7 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     coverage = sub.add_parser("field-coverage", help="print a report's field coverage: totals per CRD, then the "
                                                     "fields no test asserted")
     coverage.add_argument("report", type=Path, metavar="REPORT", help="a conformance-report.yaml or its run directory")
+    schema = sub.add_parser("schema", help="print the JSON Schema of a file the suite reads or writes: an operator "
+                                           "profile, an options file, a conformance report")
+    schema.add_argument("which", choices=("profile", "options", "report"))
     args = parser.parse_args(argv)
+    if args.command == "schema":
+        return run_schema(args.which)
     if args.command == "field-coverage":
         return run_field_coverage(args.report)
     if args.command == "merge":
@@ -102,6 +107,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"verify: {e}", file=sys.stderr)
             return 2
     return 1 if sum(verify_one(run, args.gate, key, str(args.key)) for run in args.run_dirs) else 0
+
+
+def run_schema(which: str) -> int:
+    import json
+
+    from rayconformance import schemas
+
+    if which == "options":
+        from rayconformance.run.options import options_file_schema
+
+        print(json.dumps(options_file_schema(), indent=2))
+        return 0
+    if which == "profile":
+        from rayconformance.operator.profiles import SCHEMA
+    else:
+        from rayconformance.report.results import SCHEMA
+    print(json.dumps(schemas.load(SCHEMA), indent=2))
+    return 0
 
 
 def verify_one(path: Path, gate: bool, key=None, key_name: str = "--key") -> bool:

@@ -22,7 +22,7 @@ OUTSIDE_THE_PRODUCT = ("conformance", "tests", "bench")  # top-level folders the
 # root package names only itself. Every module must be in a layer: a new package takes its place here.
 LAYERS = (
     ("cluster definitions and test beds (clusters/)", (CLUSTERS,)),
-    ("the helpers any layer may use", (PKG, f"{PKG}.errors", f"{PKG}.describe", f"{PKG}.features")),
+    ("the helpers any layer may use", (PKG, f"{PKG}.errors", f"{PKG}.describe", f"{PKG}.features", f"{PKG}.schemas")),
     ("waiting, which everything that waits goes through (fixtures/waiting.py)", (f"{FIXTURES}.waiting",)),
     ("Kubernetes access", (f"{PKG}.kube",)),
     ("field coverage, as measured", (f"{PKG}.fieldcov",)),
@@ -38,7 +38,7 @@ LAYERS = (
 )
 IMPORT_NOTHING = {  # module -> why it imports nothing of the project (its own package aside)
     **{m: "a low-level helper that any module may use imports nothing of the project"
-       for m in (PKG, f"{PKG}.errors", f"{PKG}.describe", f"{PKG}.features")},
+       for m in (PKG, f"{PKG}.errors", f"{PKG}.describe", f"{PKG}.features", f"{PKG}.schemas")},
     CLUSTERS: "cluster definitions and test beds sit below everything else",
 }
 NAMED_MODULES = ("src/rayconformance", "fixtures")  # packages under these name each of their modules in a docstring

@@ -115,6 +115,23 @@ def test_unknown_key_in_options_file(suite, pytester):
     assert "unknown key 'provdier' in options file opts.yaml; allowed keys: provider, cluster" in line
 
 
+def test_an_options_file_is_checked_against_its_schema(suite, pytester):
+    pytester.makefile(".yaml", opts="run-id: {a: 1}\n")
+    line = usage_error(suite.run("--conformance-options-file=opts.yaml"))
+    assert "options file opts.yaml: run-id: {'a': 1} is not of type 'string', 'number'" in line, line
+    assert "(its schema: python -m rayconformance schema options)" in line
+
+
+def test_the_schemas_of_the_files_a_user_writes_are_printed(capsys):
+    import json
+
+    from rayconformance.__main__ import main
+
+    for which, key in (("profile", "implementation"), ("options", "operator-profile"), ("report", "suiteVersion")):
+        assert main(["schema", which]) == 0
+        assert key in json.loads(capsys.readouterr().out)["properties"], which
+
+
 def test_missing_profile_lists_where_profiles_live_and_known_ones(suite, pytester):
     line = usage_error(suite.run("--operator-profile=nope"))
     assert "profiles live in" in line and "known: " in line and "none" in line

@@ -63,6 +63,8 @@ def test_bad_ray_versions_are_one_line(extra, expected):
     ("{local: {readyTimeoutSeconds: soon}}", "install.local.readyTimeoutSeconds must be a number of seconds"),
     ("{local: {manifests: config/default}}", "install.local.manifests must be a list of strings"),
     ("{local: {env: [A]}}", "install.local.env must be a mapping"),
+    ("{local: {helm: {chart: c, repository: 5, version: 1}}}", "install.local.helm.repository: 5 is not of type "
+                                                               "'string', 'null' (the profile's schema: "),
 ])
 def test_a_bad_install_section_stops_the_load_in_one_line(install, expected):
     """The install sections are typed when the profile loads: a run stops before bring-up, naming the key."""

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import yaml
 
-from rayconformance import features
+from rayconformance import features, schemas
 
 from .install_section import InstallSection, SectionError
 from .install_section import check_own_manifests as check_section_manifests
 from .install_section import parse as parse_section
 
 PROFILES_DIR = Path(__file__).resolve().parents[3] / "profiles"  # the checkout's profiles/
+SCHEMA = Path(__file__).resolve().parent / "profile.schema.json"  # what parse() checks last
 API_VERSION = "rayconformance.io/v1alpha1"
 KIND = "OperatorProfile"
 
@@ -209,6 +210,8 @@ def parse(raw, path: Path) -> Profile:
         fail(f"it claims {SUBMITTER_FEATURE} but install.{lacking[0]} names no 'submitterImage' (the operator's "
              "light-weight RayJob submitter image)")
 
+    if problem := schemas.problem(raw, schemas.load(SCHEMA)):
+        fail(f"{problem} (the profile's schema: {SCHEMA.relative_to(SCHEMA.parents[3])})")
     return Profile(name=string(raw["name"], "name"), path=path, implementation=implementation,
                    features=tuple(claimed), install=install, readiness=readiness, feature_gates=dict(gates),
                    ray_version=ray_versions[0] if ray_versions else None, ray_versions=ray_versions,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 import yaml
 
-from rayconformance import features, providers
+from rayconformance import features, providers, schemas
 from rayconformance.clusters.definition import ClusterDefinition
 from rayconformance.operator import profiles
 from rayconformance.report import baseline, signing
@@ -190,7 +190,19 @@ def read_file(path: str | None) -> dict:
     unknown = [k for k in data if k not in allowed]
     if unknown:
         raise pytest.UsageError(f"unknown key '{unknown[0]}' in options file {p}; allowed keys: {', '.join(allowed)}")
+    if problem := schemas.problem(data, options_file_schema()):
+        raise pytest.UsageError(f"options file {p}: {problem} (its schema: python -m rayconformance schema options)")
     return data
+
+
+def options_file_schema() -> dict:
+    """The JSON Schema of an options file (--conformance-options-file): each option by its kind."""
+    kinds = {"str": {"type": ["string", "number"]}, "flag": {"type": "boolean"},
+             "float": {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "string"}]},
+             "list": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": ["string", "number"]}}]}}
+    properties = {o.name: {**kinds[o.kind], "description": o.help} for o in OPTS}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "rayconformance options file",
+            "type": "object", "additionalProperties": False, "properties": properties}
 
 
 def _value(o: Opt, cli, from_file):
