@@ -19,6 +19,7 @@ import yaml
 from . import codec
 
 CLUSTERS_DIR = Path(__file__).resolve().parent
+SCHEMA = CLUSTERS_DIR / "definition.schema.json"  # what load() checks last (`python -m rayconformance schema cluster`)
 COMMON_KEYS = ("apiVersion", "kind", "name", "provider")
 
 
@@ -122,13 +123,28 @@ def load(name_or_path: str) -> ClusterDefinition:
     if unknown:
         raise DefinitionError(f"cluster definition {path}: unknown key '{unknown[0]}' for provider {provider}; "
                               f"allowed keys: {', '.join(allowed)}")
-    if cls is None:
-        return ClusterDefinition(name=name, provider=provider, path=path)
-    try:
-        section = cls.parse(doc, name, path)
-    except SectionError as e:
-        raise DefinitionError(f"cluster definition {path}: {e.key}: {e.problem}") from None
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise DefinitionError(f"cluster definition {path}: malformed {' or '.join(cls.KEYS)} ({e}); "
-                              f"compare with the shipped {provider} definitions in clusters/") from None
+    section = None
+    if cls is not None:
+        try:
+            section = cls.parse(doc, name, path)
+        except SectionError as e:
+            raise DefinitionError(f"cluster definition {path}: {e.key}: {e.problem}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise DefinitionError(f"cluster definition {path}: malformed {' or '.join(cls.KEYS)} ({e}); "
+                                  f"compare with the shipped {provider} definitions in clusters/") from None
+    if problem := schema_problem(doc):
+        raise DefinitionError(f"cluster definition {path}: {problem} (its schema: clusters/{SCHEMA.name})")
     return ClusterDefinition(name=name, provider=provider, path=path, section=section)
+
+
+def schema_problem(doc: dict) -> str | None:
+    """How `doc` does not fit the definitions' JSON Schema, in one line (the most relevant error), or None."""
+    import json
+
+    import jsonschema
+
+    schema = json.loads(SCHEMA.read_text())
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    if error is None:
+        return None
+    return f"{'.'.join(str(p) for p in error.absolute_path) or 'the top level'}: {' '.join(error.message.split())[:300]}"

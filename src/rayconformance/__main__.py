@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                                                     "fields no test asserted")
     coverage.add_argument("report", type=Path, metavar="REPORT", help="a conformance-report.yaml or its run directory")
     schema = sub.add_parser("schema", help="print the JSON Schema of a file the suite reads or writes: an operator "
-                                           "profile, an options file, a conformance report")
-    schema.add_argument("which", choices=("profile", "options", "report"))
+                                           "profile, an options file, a cluster definition, a conformance report")
+    schema.add_argument("which", choices=("profile", "options", "cluster", "report"))
     args = parser.parse_args(argv)
     if args.command == "schema":
         return run_schema(args.which)
@@ -121,6 +121,8 @@ def run_schema(which: str) -> int:
         return 0
     if which == "profile":
         from rayconformance.operator.profiles import SCHEMA
+    elif which == "cluster":
+        from rayconformance.clusters.definition import SCHEMA
     else:
         from rayconformance.report.results import SCHEMA
     print(json.dumps(schemas.load(SCHEMA), indent=2))

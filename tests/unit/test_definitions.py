@@ -81,11 +81,21 @@ def local_doc(**changes):
      "kindCluster.config", "must be a kind Cluster config"),
 ])
 def test_a_bad_section_names_the_file_and_key_in_one_line(tmp_path, doc, key, problem):
+    """The provider's own checks, which say how to fix it; the schema checks what they let through (below)."""
     path = write(tmp_path, doc)
     with pytest.raises(DefinitionError) as e:
         definition.load(str(path))
     message = str(e.value)
     assert message.startswith(f"cluster definition {path}: {key}: ") and problem in message and "\n" not in message
+
+
+def test_a_definition_is_checked_against_its_schema_in_one_line(tmp_path):
+    kind = yaml.safe_load((CLUSTERS_DIR / "kind-cpu.yaml").read_text())
+    path = write(tmp_path, {**kind, "kindCluster": {**kind["kindCluster"], "loadImages": [7]}})
+    with pytest.raises(DefinitionError) as e:
+        definition.load(str(path))
+    assert str(e.value) == (f"cluster definition {path}: kindCluster.loadImages.0: 7 is not of type 'string' (its "
+                            "schema: clusters/definition.schema.json)")
 
 
 def test_the_control_plane_gates_reach_the_components_that_read_them():

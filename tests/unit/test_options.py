@@ -127,7 +127,8 @@ def test_the_schemas_of_the_files_a_user_writes_are_printed(capsys):
 
     from rayconformance.__main__ import main
 
-    for which, key in (("profile", "implementation"), ("options", "operator-profile"), ("report", "suiteVersion")):
+    for which, key in (("profile", "implementation"), ("options", "operator-profile"), ("cluster", "provider"),
+                       ("report", "suiteVersion")):
         assert main(["schema", which]) == 0
         assert key in json.loads(capsys.readouterr().out)["properties"], which
 
