@@ -5,7 +5,7 @@ test function and the module-level definitions it uses, bench/breaks_testcode.py
 the whole module, so a change to another test of the module made it stale: `bench/breaks.py rekey`), the Ray
 programs that code names, and its patch.
 A case is *verified* when its last run showed the conformance test failing as required and its digest is still
-the same. The digest leaves out the fixtures the test goes through (its must-holds in fixtures/expect, the harness),
+the same. The digest leaves out the fixtures the test goes through (its must-holds in testing/expect, the harness),
 the samples and the profile: a change there is caught by the next full pass (`bench/breaks.py run --all`), not here.
 
 Also a pytest plugin for bench/breaks.py (`-p bench.breaks_ledger`): with RAYCONF_BREAK_DIGESTS naming a JSON file

@@ -173,9 +173,10 @@ def _each(comp: ast.ListComp | ast.GeneratorExp, env: dict, found: set[str], cop
 
 
 def declared_in_sources(root: Path) -> tuple[set[str], set[Copied]]:
-    """Every field a source under conformance/ or fixtures/ declares asserted, and every copy it declares."""
+    """Every field a source under conformance/ or src/rayconformance/testing/ declares asserted, and every copy it
+    declares."""
     found, copied = set(), set()
-    for folder in ("conformance", "fixtures"):
+    for folder in ("conformance", "src/rayconformance/testing"):
         for path in sorted((root / folder).rglob("*.py")):
             tree = ast.parse(path.read_text(), str(path))
             env = module_env(tree)

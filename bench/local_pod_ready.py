@@ -21,7 +21,7 @@ from pathlib import Path
 from rayconformance.clusters import definition
 from rayconformance.clusters.local.nodeagent.kube import ApiError, Kube
 from rayconformance.clusters.toolcache import versions
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing.waiting import wait_until
 
 INTERVAL = 0.05  # seconds between two looks: the resolution of the times measured
 

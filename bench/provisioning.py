@@ -35,7 +35,7 @@ from kubernetes import client
 
 from rayconformance import providers
 from rayconformance.clusters.toolcache import CACHE
-from rayconformance.fixtures import ray
+from rayconformance.testing import ray
 from rayconformance.kube import client as kube, namespaces
 from rayconformance.kube.listwatch import ListWatch
 from rayconformance.operator import OperatorError, installer, profiles

@@ -44,7 +44,7 @@ from pathlib import Path
 from kubernetes import client
 
 from rayconformance import providers
-from rayconformance.fixtures.kuberay_samples import (RAY_KINDS, SamplesNotFound, apply, classify,
+from rayconformance.testing.kuberay_samples import (RAY_KINDS, SamplesNotFound, apply, classify,
                                                      remove_ray_resources, samples_dir, unserved)
 from rayconformance.kube import client as kube, namespaces
 from rayconformance.operator import installer, profiles

@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.namespace import ray_resources_must_be_deleted
-from rayconformance.fixtures.expect.workloads import deployment_must_be_ready
-from rayconformance.fixtures.handles.redis import Access, Redis
+from rayconformance.testing.expect.namespace import ray_resources_must_be_deleted
+from rayconformance.testing.expect.workloads import deployment_must_be_ready
+from rayconformance.testing.handles.redis import Access, Redis
 
 
 @pytest.fixture
 def redis(ctx, request):
     """samples/redis.yaml in the test's namespace (Service `redis`, the default user's password in Secret
-    `redis-password`, an ACL user in Secret `redis-gcs-user`), ready; a `fixtures.handles.redis.Redis` handle on it.
+    `redis-password`, an ACL user in Secret `redis-gcs-user`), ready; a `testing.handles.redis.Redis` handle on it.
     Parametrized indirectly, the parameter is the `Access` (how the test's RayClusters reach the Redis) the handle
     carries; it decides which Redis is made (samples/redis-no-password.yaml for a Redis without password). Afterwards the namespace's Ray resources are deleted first, while the namespace still accepts the
     operator's Redis cleanup Jobs that the RayClusters' finalizers wait for."""

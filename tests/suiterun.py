@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from rayconformance import features
-from rayconformance.fixtures import ray
+from rayconformance.testing import ray
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "profiles"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from rayconformance.fixtures.kuberay_samples import ray_call
+from rayconformance.testing.kuberay_samples import ray_call
 from rayconformance.kube import namespaces
 
 RUN_ID = "bench"  # the run label of the samples' namespaces

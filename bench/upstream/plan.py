@@ -1,4 +1,4 @@
-"""What bench/upstream_samples.py needs beyond `rayconformance.fixtures.kuberay_samples` (where a release's samples
+"""What bench/upstream_samples.py needs beyond `rayconformance.testing.kuberay_samples` (where a release's samples
 are, which of them run, what they need first): the images the samples name, loaded on kind when they can be built
 offline."""
 from __future__ import annotations

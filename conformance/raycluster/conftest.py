@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.workloads import deployment_must_be_ready
+from rayconformance.testing.expect.workloads import deployment_must_be_ready
 
 CERT_MANAGER_API = "cert-manager.io"
 

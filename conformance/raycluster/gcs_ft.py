@@ -2,7 +2,7 @@
 again after a failure, whose state must survive it."""
 from __future__ import annotations
 
-from rayconformance.fixtures.programs import program
+from rayconformance.testing.programs import program
 
 ACTOR_NS = "rayconformance"
 

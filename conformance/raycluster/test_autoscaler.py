@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
-from rayconformance.fixtures.expect.raycluster_pods import worker_must_go_while_other_stays
-from rayconformance.fixtures.programs import program
-from rayconformance.fixtures.ray_actors import ask_actors, create_actors, kill_actors, placed
+from rayconformance.testing.axes import AUTOSCALER_VERSIONS
+from rayconformance.testing.expect.raycluster_pods import worker_must_go_while_other_stays
+from rayconformance.testing.programs import program
+from rayconformance.testing.ray_actors import ask_actors, create_actors, kill_actors, placed
 
 # Detached actors needing one CPU each: the head has none, so each needs a worker.
 HOLDERS = ["holder-0", "holder-1", "holder-2"]

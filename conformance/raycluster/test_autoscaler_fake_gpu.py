@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
-from rayconformance.fixtures.ray_actors import create_actors, kill_actors, placed
+from rayconformance.testing.axes import AUTOSCALER_VERSIONS
+from rayconformance.testing.ray_actors import create_actors, kill_actors, placed
 
 
 

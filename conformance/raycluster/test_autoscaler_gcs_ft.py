@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
-from rayconformance.fixtures.ray_actors import create_actors, kill_actors, placed
+from rayconformance.testing.axes import AUTOSCALER_VERSIONS
+from rayconformance.testing.ray_actors import create_actors, kill_actors, placed
 
 
 def demand_must_come_and_go(ctx, cluster, name: str, *, when: str) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
-from rayconformance.fixtures.programs import program
-from rayconformance.fixtures.ray_actors import ask_actors, create_actors, kill_actors, placed
+from rayconformance.testing.axes import AUTOSCALER_VERSIONS
+from rayconformance.testing.programs import program
+from rayconformance.testing.ray_actors import ask_actors, create_actors, kill_actors, placed
 
 
 # Detached actors needing one CPU each (the demand), not waited for.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.programs import program
-from rayconformance.fixtures.ray_actors import create_actors, kill_actors, placed
+from rayconformance.testing.programs import program
+from rayconformance.testing.ray_actors import create_actors, kill_actors, placed
 
 
 def one_actor_per_group(groups) -> dict[str, str]:

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
-from rayconformance.fixtures.programs import program
+from rayconformance.testing.axes import AUTOSCALER_VERSIONS
+from rayconformance.testing.programs import program
 
 IDLE_TIMEOUT = 6  # seconds: shorter than a worker takes to start
 START_DELAY = 15  # seconds an init container holds each worker before Ray starts

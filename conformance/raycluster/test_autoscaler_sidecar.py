@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.raycluster_sidecars import (APPENDED, WHOLE, autoscaler_sidecar_must_carry,
+from rayconformance.testing.expect.raycluster_sidecars import (APPENDED, WHOLE, autoscaler_sidecar_must_carry,
                                                                    container_log_must_show,
                                                                    ray_container_must_not_carry)
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing.waiting import wait_until
 
 SAMPLE = "raycluster-autoscaler-sidecar"
 # a line Ray's autoscaler logs at DEBUG (ray_constants.LOGGER_FORMAT: time, tab, level, file:line --)

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.quotas import resource_quota_must_be_in_force
-from rayconformance.fixtures.expect.raycluster_sidecars import container_log_must_show
-from rayconformance.fixtures.expect.workloads import describe_pods
-from rayconformance.fixtures.programs import program
-from rayconformance.fixtures.waiting import must_keep, wait_until
+from rayconformance.testing import ray
+from rayconformance.testing.expect.quotas import resource_quota_must_be_in_force
+from rayconformance.testing.expect.raycluster_sidecars import container_log_must_show
+from rayconformance.testing.expect.workloads import describe_pods
+from rayconformance.testing.programs import program
+from rayconformance.testing.waiting import must_keep, wait_until
 
 OWN = "raycluster-own-command"
 OVERWRITE = "ray.io/overwrite-container-cmd"

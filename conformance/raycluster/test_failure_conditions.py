@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.conditions import (condition, condition_must_be, describe_conditions,
+from rayconformance.testing import ray
+from rayconformance.testing.expect.conditions import (condition, condition_must_be, describe_conditions,
                                                           has_condition)
-from rayconformance.fixtures.expect.quotas import resource_quota_must_be_in_force
-from rayconformance.fixtures.expect.workloads import describe_pods
-from rayconformance.fixtures.axes import OWNER_SAMPLES, OWNERS, owned_cluster
+from rayconformance.testing.expect.quotas import resource_quota_must_be_in_force
+from rayconformance.testing.expect.workloads import describe_pods
+from rayconformance.testing.axes import OWNER_SAMPLES, OWNERS, owned_cluster
 
 QUOTA = "no-pods-allowed"
 # an image no node has, with imagePullPolicy Never: it cannot start, and no registry is asked for it

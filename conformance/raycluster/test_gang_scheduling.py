@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.gang_scheduling import (gang_must_be, gang_must_be_gone, gang_must_stay,
+from rayconformance.testing.expect.gang_scheduling import (gang_must_be, gang_must_be_gone, gang_must_stay,
                                                             gang_must_stay_unplaced, no_gang_must_appear,
                                                             podgroup_must_report_scheduled, pods_must_name, uids)
-from rayconformance.fixtures.expect.workloads import describe_pods, running_and_ready
+from rayconformance.testing.expect.workloads import describe_pods, running_and_ready
 
 OPT_IN = "ray.io/gang-scheduling-enabled"
 STEADY_S = 10  # how long the gang is watched for a change nothing asked for

@@ -7,12 +7,12 @@ import uuid
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster_pods import head_restarts
-from rayconformance.fixtures.expect.workloads import describe_pods
-from rayconformance.fixtures.handles.redis import Access
-from rayconformance.fixtures.programs import program
-from rayconformance.fixtures.watch import WatchLog
+from rayconformance.testing import ray
+from rayconformance.testing.expect.raycluster_pods import head_restarts
+from rayconformance.testing.expect.workloads import describe_pods
+from rayconformance.testing.handles.redis import Access
+from rayconformance.testing.programs import program
+from rayconformance.testing.watch import WatchLog
 
 from .gcs_ft import create_counter, detached_actor_must_keep_its_state
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.redis import describe_keys, of_namespace
-from rayconformance.fixtures.handles.redis import ACL_SECRET, ACL_USER, Access
+from rayconformance.testing.expect.redis import describe_keys, of_namespace
+from rayconformance.testing.handles.redis import ACL_SECRET, ACL_USER, Access
 
 from .gcs_ft import create_counter, detached_actor_must_keep_its_state
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.handles.redis import ACL_SECRET, Access
+from rayconformance.testing.handles.redis import ACL_SECRET, Access
 
 # the Redis refuses the ACL user's password sent without the user's name (samples/redis.yaml)
 FROM_SECRET = Access(username_secret=ACL_SECRET, password_secret=ACL_SECRET)

@@ -8,8 +8,8 @@ import uuid
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures.expect.raycluster_storage import claim_must_stay, head_claim_must_be_bound
-from rayconformance.fixtures.programs import program
+from rayconformance.testing.expect.raycluster_storage import claim_must_stay, head_claim_must_be_bound
+from rayconformance.testing.programs import program
 
 SAMPLE = "raycluster-gcs-store-retained"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from rayconformance.fixtures.expect.workloads import describe_pods
-from rayconformance.fixtures.programs import program
+from rayconformance.testing.expect.workloads import describe_pods
+from rayconformance.testing.programs import program
 
 GPU = "nvidia.com/gpu"
 NO_DEVICE = (None, "", "void", "none")  # NVIDIA_VISIBLE_DEVICES values that hand a container no GPU

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.head_service import head_service_must_exist
-from rayconformance.fixtures.expect.raycluster_groups import (group_must_have_no_pods, pods_must_carry_labels,
+from rayconformance.testing.expect.head_service import head_service_must_exist
+from rayconformance.testing.expect.raycluster_groups import (group_must_have_no_pods, pods_must_carry_labels,
                                                               pods_must_keep, status_must_report)
-from rayconformance.fixtures.expect.raycluster_nodes import ray_nodes_must_offer
+from rayconformance.testing.expect.raycluster_nodes import ray_nodes_must_offer
 
 GIB = 1024 ** 3
 MAX_INT32 = 2147483647  # maxReplicas' default: no bound

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.head_service import (describe_ingress, head_ingress_must_route,
+from rayconformance.testing.expect.head_service import (describe_ingress, head_ingress_must_route,
                                                          head_service_must_exist)
 
 INGRESS_CLASS = "rayconformance"  # no controller serves it: the Ingress object is what is checked

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.head_service import (describe_service, head_service_must_exist,
+from rayconformance.testing.expect.head_service import (describe_service, head_service_must_exist,
                                                          no_ingress_must_exist, service_must_carry,
                                                          service_must_have_ports, status_must_describe_head)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.raycluster_sidecars import pods_must_carry_container
+from rayconformance.testing.expect.raycluster_sidecars import pods_must_carry_container
 
 SAMPLE = "raycluster-history-collector"
 

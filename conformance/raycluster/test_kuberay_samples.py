@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import kuberay_samples
-from rayconformance.fixtures.expect.kuberay_samples import (condition_must_become, driver_must_run_in_every_pod,
+from rayconformance.testing import kuberay_samples
+from rayconformance.testing.expect.kuberay_samples import (condition_must_become, driver_must_run_in_every_pod,
                                                               pods_must_match_replicas)
-from rayconformance.fixtures.expect.quotas import resource_quota_must_be_in_force
+from rayconformance.testing.expect.quotas import resource_quota_must_be_in_force
 
 NO_PODS = {"cpu": "0", "memory": "0", "pods": "0"}
 QUOTA = "no-pods-allowed"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.managed_by import rejection
-from rayconformance.fixtures.expect.workloads import describe_pods
+from rayconformance.testing import ray
+from rayconformance.testing.expect.managed_by import rejection
+from rayconformance.testing.expect.workloads import describe_pods
 
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 OPERATOR = "ray.io/kuberay-operator"

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from rayconformance.fixtures.expect import raycluster_tls as tls
-from rayconformance.fixtures.expect.raycluster_pods import runs_ray_autoscaler
-from rayconformance.fixtures.programs import program
+from rayconformance.testing.expect import raycluster_tls as tls
+from rayconformance.testing.expect.raycluster_pods import runs_ray_autoscaler
+from rayconformance.testing.programs import program
 
 SAMPLE = "raycluster-mtls"
 QUIET = 30.0  # seconds a cluster without tlsOptions.enabled is watched for cert-manager objects

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from rayconformance.fixtures.expect.raycluster_slices import (describe_slices, group_pods_must_settle,
+from rayconformance.testing.expect.raycluster_slices import (describe_slices, group_pods_must_settle,
                                                               single_host_indices_must_be, slices_must_be_whole, uids)
-from rayconformance.fixtures.programs import program
+from rayconformance.testing.programs import program
 
 SAMPLE = "raycluster-multi-host"
 TPU_SAMPLE = "raycluster-multi-host-tpu"

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from rayconformance.fixtures.axes import AUTOSCALER_VERSIONS
-from rayconformance.fixtures.expect.raycluster_slices import describe_slices, slices_must_be_whole
-from rayconformance.fixtures.programs import program
+from rayconformance.testing.axes import AUTOSCALER_VERSIONS
+from rayconformance.testing.expect.raycluster_slices import describe_slices, slices_must_be_whole
+from rayconformance.testing.programs import program
 
 from .test_multi_host import AUTOSCALER_SAMPLE
 

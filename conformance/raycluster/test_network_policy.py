@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.network_policy import network_policies_must_be, network_policies_must_be_gone
+from rayconformance.testing.expect.network_policy import network_policies_must_be, network_policies_must_be_gone
 
 SAMPLE = "raycluster-network-policy"
 HEAD = ("head", None)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.head_service import head_ingress_must_route, head_service_must_exist
-from rayconformance.fixtures.expect.raycluster_groups import pods_must_carry_labels
-from rayconformance.fixtures.expect.raycluster_nodes import ray_nodes_must_offer
-from rayconformance.fixtures.expect.raycluster_pod_wiring import (ray_container_env_must_hold,
+from rayconformance.testing.expect.head_service import head_ingress_must_route, head_service_must_exist
+from rayconformance.testing.expect.raycluster_groups import pods_must_carry_labels
+from rayconformance.testing.expect.raycluster_nodes import ray_nodes_must_offer
+from rayconformance.testing.expect.raycluster_pod_wiring import (ray_container_env_must_hold,
                                                                   ray_container_probes_must_be)
-from rayconformance.fixtures.axes import OWNER_SAMPLES, OWNERS, owned_cluster
+from rayconformance.testing.axes import OWNER_SAMPLES, OWNERS, owned_cluster
 
 CLUSTER_SPEC = {"RayJob": "spec.rayClusterSpec", "RayService": "spec.rayClusterConfig"}
 AGENT_PORT, DASHBOARD_PORT = 52365, 8265  # the operator's default agent port; both owners' dashboard port

@@ -1,13 +1,13 @@
-"""RayCluster behaviors whoever owns the cluster: a user, a RayJob or a RayService (`fixtures.axes`). Operators
+"""RayCluster behaviors whoever owns the cluster: a user, a RayJob or a RayService (`testing.axes`). Operators
 break where two features meet: a lost Pod must be replaced the same way in a cluster a RayJob or RayService made,
 and its owner must carry on with that cluster."""
 from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.created import none_must_be_created
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.axes import OWNER_SAMPLES, OWNERS, Owned, owned_cluster
+from rayconformance.testing.expect.created import none_must_be_created
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.axes import OWNER_SAMPLES, OWNERS, Owned, owned_cluster
 
 
 def owner_must_carry_on(owned: Owned, *, after: str) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.waiting import wait_until
-from rayconformance.fixtures.watch import PodWatch
+from rayconformance.testing.waiting import wait_until
+from rayconformance.testing.watch import PodWatch
 
 GROUP_SIZE = 6
 HOLD = "conformance.rayconformance.io/hold"  # a finalizer of the test's own: its Pods linger in Terminating

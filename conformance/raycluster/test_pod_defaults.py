@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.head_service import head_service_must_exist
-from rayconformance.fixtures.expect.raycluster_nodes import ray_nodes_must_offer
-from rayconformance.fixtures.expect.raycluster_pod_wiring import (ray_container_env_must_hold,
+from rayconformance.testing.expect.head_service import head_service_must_exist
+from rayconformance.testing.expect.raycluster_nodes import ray_nodes_must_offer
+from rayconformance.testing.expect.raycluster_pod_wiring import (ray_container_env_must_hold,
                                                                   ray_container_ports_must_be,
                                                                   ray_container_probes_must_be, shared_memory_must_be,
                                                                   user_container_parts_must_be_kept)
-from rayconformance.fixtures.expect.raycluster_pods import start_params_must_reach_ray_start
-from rayconformance.fixtures.programs import program
+from rayconformance.testing.expect.raycluster_pods import start_params_must_reach_ray_start
+from rayconformance.testing.programs import program
 
 GIB = 1024 ** 3
 AGENT_PORT, METRICS_PORT = 52365, 8080  # the operator's defaults for dashboard-agent-listen-port and metrics

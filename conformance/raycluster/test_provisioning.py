@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.conditions import condition_must_be
-from rayconformance.fixtures.expect.raycluster_history import (conditions_must_follow_ready_pods,
+from rayconformance.testing import ray
+from rayconformance.testing.expect.conditions import condition_must_be
+from rayconformance.testing.expect.raycluster_history import (conditions_must_follow_ready_pods,
                                                                state_must_turn_ready_once_provisioned)
-from rayconformance.fixtures.expect.workloads import describe_pods, running_and_ready
+from rayconformance.testing.expect.workloads import describe_pods, running_and_ready
 
 
 @pytest.mark.feature("RayClusterProvisioning")

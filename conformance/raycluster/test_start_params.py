@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.raycluster_pods import start_params_must_reach_ray_start
+from rayconformance.testing.expect.raycluster_pods import start_params_must_reach_ray_start
 
 
 @pytest.mark.feature("RayClusterStartParams")

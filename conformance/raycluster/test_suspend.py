@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.conditions import condition_must_be
-from rayconformance.fixtures.expect.raycluster_history import (suspended_only_after_pods_stopped,
+from rayconformance.testing import ray
+from rayconformance.testing.expect.conditions import condition_must_be
+from rayconformance.testing.expect.raycluster_history import (suspended_only_after_pods_stopped,
                                                                suspending_must_come_before_suspended)
-from rayconformance.fixtures.expect.workloads import describe_pods
+from rayconformance.testing.expect.workloads import describe_pods
 
 QUIET_WINDOW_S = 10  # how long a suspended cluster is watched for a Pod it must not create
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
 
-from rayconformance.fixtures.axes import in_mode, submission_modes, submitter_must_match_mode
+from rayconformance.testing.axes import in_mode, submission_modes, submitter_must_match_mode
 
 WRONG_TOKEN = "not-the-cluster-token"
 

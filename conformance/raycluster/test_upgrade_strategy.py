@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.raycluster_history import old_pods_must_go_before_new_ones
-from rayconformance.fixtures.expect.workloads import describe_pods
+from rayconformance.testing.expect.raycluster_history import old_pods_must_go_before_new_ones
+from rayconformance.testing.expect.workloads import describe_pods
 
 
 def revision(pod) -> str | None:

@@ -7,8 +7,8 @@ import copy
 
 import pytest
 
-from rayconformance.fixtures.expect.raycronjob import MINUTE, iso, next_tick, tick_of
-from rayconformance.fixtures.expect.rayjob import rayjob_must_be_gone
+from rayconformance.testing.expect.raycronjob import MINUTE, iso, next_tick, tick_of
+from rayconformance.testing.expect.rayjob import rayjob_must_be_gone
 
 from .helpers import SAMPLE, schedule_only
 

@@ -1,5 +1,5 @@
 """A RayCronJob's jobTemplate reaches the RayJob each tick creates unchanged, whatever RayJob fields it sets: all of
-them, over a few RayCronJobs (fixtures/copied_job_templates.py: RayJob fields that exclude each other, and each
+them, over a few RayCronJobs (testing/copied_job_templates.py: RayJob fields that exclude each other, and each
 cluster spec the RayJob and RayService copy tests write). What each RayJob then does with its fields, and the
 RayCluster it makes with its rayClusterSpec, are the RayJob tests' to assert, so each template field counts as
 asserted through the chain of copies RayCronJob -> RayJob -> RayCluster (src/rayconformance/fieldcov/copies.py).
@@ -14,9 +14,9 @@ import copy
 
 import pytest
 
-from rayconformance.fixtures.copied_job_templates import COPIED, EVERY_COPIED, job_template
-from rayconformance.fixtures.copied_specs import EVERY_CASE_FEATURE
-from rayconformance.fixtures.expect.raycronjob import next_tick
+from rayconformance.testing.copied_job_templates import COPIED, EVERY_COPIED, job_template
+from rayconformance.testing.copied_specs import EVERY_CASE_FEATURE
+from rayconformance.testing.expect.raycronjob import next_tick
 
 from .helpers import SAMPLE
 

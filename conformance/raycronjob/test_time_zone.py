@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from rayconformance.fixtures.expect.raycronjob import iso, next_tick, tick_of
+from rayconformance.testing.expect.raycronjob import iso, next_tick, tick_of
 
 from .helpers import SAMPLE, schedule_only
 

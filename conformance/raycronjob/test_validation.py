@@ -8,7 +8,7 @@ import copy
 import pytest
 from kubernetes.client.rest import ApiException
 
-from rayconformance.fixtures.expect.raycronjob import no_rayjob_must_be_scheduled
+from rayconformance.testing.expect.raycronjob import no_rayjob_must_be_scheduled
 
 from .helpers import SAMPLE, schedule_only
 

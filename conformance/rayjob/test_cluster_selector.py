@@ -8,8 +8,8 @@ import time
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.managed_by import object_must_be_left_alone, rejection
+from rayconformance.testing import ray
+from rayconformance.testing.expect.managed_by import object_must_be_left_alone, rejection
 
 
 def head_only_cluster(ctx):

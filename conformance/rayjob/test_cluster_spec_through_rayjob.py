@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.events import warning_events_must_be_recorded
-from rayconformance.fixtures.expect.rayjob_fields import (rayjob_cluster_must_keep_its_spec,
+from rayconformance.testing import ray
+from rayconformance.testing.expect.events import warning_events_must_be_recorded
+from rayconformance.testing.expect.rayjob_fields import (rayjob_cluster_must_keep_its_spec,
                                                           services_must_select_head)
-from rayconformance.fixtures.handles.redis import ADMIN_SECRET
+from rayconformance.testing.handles.redis import ADMIN_SECRET
 
 FT_ENABLED = "ray.io/ft-enabled"
 STORAGE_NS = "ray.io/external-storage-namespace"

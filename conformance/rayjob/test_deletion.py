@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import describe_rayjob, seconds
+from rayconformance.testing import ray
+from rayconformance.testing.expect.rayjob import describe_rayjob, seconds
 
 
 @pytest.mark.feature("RayJobTTLAfterFinished")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import describe_rayjob, seconds
+from rayconformance.testing import ray
+from rayconformance.testing.expect.rayjob import describe_rayjob, seconds
 
-from rayconformance.fixtures.axes import in_mode, submission_modes
+from rayconformance.testing.axes import in_mode, submission_modes
 
 
 @pytest.mark.feature("RayJobDeadlines")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import describe_rayjob
+from rayconformance.testing import ray
+from rayconformance.testing.expect.rayjob import describe_rayjob
 
 LONG_JOB = "python -c \"import time; print('rayconformance job running', flush=True); time.sleep(900)\""
 # How long a test watches for a head Pod that must not be made (KubeRay's e2e watches its short timeout).

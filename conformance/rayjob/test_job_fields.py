@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import rayjob_submitter_must_complete
-from rayconformance.fixtures.expect.rayjob_fields import (default_submitter_must_be_used, ray_must_report_job_metadata,
+from rayconformance.testing import ray
+from rayconformance.testing.expect.rayjob import rayjob_submitter_must_complete
+from rayconformance.testing.expect.rayjob_fields import (default_submitter_must_be_used, ray_must_report_job_metadata,
                                                           submitter_pod_must_follow_template)
 
-from rayconformance.fixtures.axes import in_mode, submission_modes
+from rayconformance.testing.axes import in_mode, submission_modes
 
 METADATA = {"team": "rayconformance", "purpose": "field-coverage"}
 HEAD_NOTE = ("RAYCONFORMANCE_HEAD_NOTE", "set-in-rayClusterSpec")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import describe_rayjob
+from rayconformance.testing import ray
+from rayconformance.testing.expect.rayjob import describe_rayjob
 
-from rayconformance.fixtures.axes import in_mode, submission_modes, submitter_must_match_mode
+from rayconformance.testing.axes import in_mode, submission_modes, submitter_must_match_mode
 
 OUTPUT = "rayconformance says 42"  # what the samples' entrypoints print
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import kuberay_samples, ray
-from rayconformance.fixtures.expect.kuberay_samples import pods_must_match_replicas
-from rayconformance.fixtures.expect.rayjob import describe_rayjob
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing import kuberay_samples, ray
+from rayconformance.testing.expect.kuberay_samples import pods_must_match_replicas
+from rayconformance.testing.expect.rayjob import describe_rayjob
+from rayconformance.testing.waiting import wait_until
 
 # KubeRay's TestRayJob list (test/sampleyaml/rayjob_test.go, v1.6.2) is not run: ray-job.custom-head-svc.yaml,
 # ray-job.resources.yaml, ray-job.sample.yaml and ray-job.shutdown.yaml each pip-install requests and pendulum from

@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import (describe_rayjob, rayjob_must_mirror_cluster_status,
+from rayconformance.testing import ray
+from rayconformance.testing.expect.rayjob import (describe_rayjob, rayjob_must_mirror_cluster_status,
                                                    rayjob_submitter_must_complete, seconds)
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing.waiting import wait_until
 
-from rayconformance.fixtures.axes import in_mode, submission_modes, submitter_must_match_mode
+from rayconformance.testing.axes import in_mode, submission_modes, submitter_must_match_mode
 
 # How long a RayJob waits for its Ray job to end once its submitter has finished (KubeRay: 30 s, not configurable).
 SUBMITTER_GRACE_S = 30

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import describe_rayjob
+from rayconformance.testing import ray
+from rayconformance.testing.expect.rayjob import describe_rayjob
 
 SAMPLE = "rayjob-lightweight-submitter"
 COUNTS = [f"test_counter got {n}" for n in range(1, 6)]  # the sample's entrypoint's output, given its runtime env

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import describe_rayjob, is_finished
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing import ray
+from rayconformance.testing.expect.rayjob import describe_rayjob, is_finished
+from rayconformance.testing.waiting import wait_until
 
 MAX_KILLS = 4  # how often the bounded-restarts test kills the submitter at most
 

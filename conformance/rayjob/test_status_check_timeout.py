@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import describe_rayjob, seconds
+from rayconformance.testing import ray
+from rayconformance.testing.expect.rayjob import describe_rayjob, seconds
 
 # RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS: the operator's default (the profiles leave it unset)
 STATUS_CHECK_TIMEOUT_S = 300

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.rayjob import describe_rayjob
+from rayconformance.testing import ray
+from rayconformance.testing.expect.rayjob import describe_rayjob
 
 OUTPUT = "rayconformance says 42"  # what the samples' entrypoint prints
 

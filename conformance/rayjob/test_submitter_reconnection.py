@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
+from rayconformance.testing import ray
 
 # Prints a tick per second for 45 s; a second run of it would show up as a second job in Ray's job list.
 ENTRYPOINT = ("python -c \"import time; [print('tick', i, flush=True) or time.sleep(1) for i in range(45)]; "

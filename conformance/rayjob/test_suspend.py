@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.created import none_must_be_created
-from rayconformance.fixtures.watch import Watch
+from rayconformance.testing import ray
+from rayconformance.testing.expect.created import none_must_be_created
+from rayconformance.testing.watch import Watch
 
 # how long a RayJob created suspended is watched to create nothing
 QUIET_WINDOW_S = 20

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from rayconformance.fixtures.expect.events import warning_events_must_be_recorded
+from rayconformance.testing.expect.events import warning_events_must_be_recorded
 
 # name longer than the 47 characters a RayJob may have (its RayCluster's name, 53 at most, is made from it)
 TOO_LONG = "a" + "b" * 47

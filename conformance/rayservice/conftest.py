@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import pytest
 
-from rayconformance.fixtures import gateway as gw
+from rayconformance.testing import gateway as gw
 
 
 @pytest.fixture(scope="session")
@@ -14,7 +14,7 @@ def gateway(k8s, operator, timeouts, conformance_options):
     """`gateway()` installs a real Gateway implementation (Traefik) on first use in this session and returns
     its GatewayInfo. Called from the test body, so a cluster without the Gateway API fails the test that
     needs it (naming what is missing) instead of erroring in setup. Its images are prepared before the first
-    test (the fixture declares its sample, fixtures.context.FIXTURE_SAMPLES)."""
+    test (the fixture declares its sample, testing.context.FIXTURE_SAMPLES)."""
     installed = []
 
     def get() -> gw.GatewayInfo:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import yaml
 
-from rayconformance.fixtures.context import Context
-from rayconformance.fixtures.handles.rayservice import RayService
-from rayconformance.fixtures.programs import program
+from rayconformance.testing.context import Context
+from rayconformance.testing.handles.rayservice import RayService
+from rayconformance.testing.programs import program
 
 GREETER = "rayservice-greeter"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.expect.rayservice_history import no_raycluster_must_be_created
-from rayconformance.fixtures.traffic import summary
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.expect.rayservice_history import no_raycluster_must_be_created
+from rayconformance.testing.traffic import summary
 
 from .helpers import deploy, greeter
 

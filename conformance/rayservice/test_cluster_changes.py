@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
 
 from .helpers import deploy, greeter, with_reply
 

@@ -1,5 +1,5 @@
 """A RayService's rayClusterConfig reaches the RayCluster the RayService makes unchanged: every field the user set
-there, as many as one spec can hold (fixtures/copied_specs.py), is in that RayCluster's spec with the user's value.
+there, as many as one spec can hold (testing/copied_specs.py), is in that RayCluster's spec with the user's value.
 What the RayCluster then does with each field is what the RayCluster tests assert, so each field counts as asserted
 through its copy (src/rayconformance/fieldcov/copies.py).
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.copied_specs import CASES, COPIED, cluster_spec, let_go
-from rayconformance.fixtures.expect.copied_spec import cluster_spec_must_be_copied, owned_raycluster_must_exist
+from rayconformance.testing.copied_specs import CASES, COPIED, cluster_spec, let_go
+from rayconformance.testing.expect.copied_spec import cluster_spec_must_be_copied, owned_raycluster_must_exist
 
 
 @pytest.mark.feature("RayServiceClusterConfigCopied")

@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from rayconformance.fixtures.expect import service_fields
-from rayconformance.fixtures.expect.conditions import condition, has_condition
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, describe_rayservice
-from rayconformance.fixtures.expect.rayservice_history import no_raycluster_must_be_created
+from rayconformance.testing.expect import service_fields
+from rayconformance.testing.expect.conditions import condition, has_condition
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters, describe_rayservice
+from rayconformance.testing.expect.rayservice_history import no_raycluster_must_be_created
 
 from .helpers import greeter
 

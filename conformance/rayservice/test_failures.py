@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.conditions import condition
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, describe_rayservice
-from rayconformance.fixtures.expect.rayservice_history import (distinct_states,
+from rayconformance.testing import ray
+from rayconformance.testing.expect.conditions import condition
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters, describe_rayservice
+from rayconformance.testing.expect.rayservice_history import (distinct_states,
                                                                initializing_timeout_must_not_fire_early,
                                                                observed_generation, rayservice_must_stay_timed_out,
                                                                timed_out)

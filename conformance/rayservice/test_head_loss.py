@@ -7,13 +7,13 @@ import uuid
 
 import pytest
 
-from rayconformance.fixtures.context import Context
-from rayconformance.fixtures.events import events
-from rayconformance.fixtures.expect.raycluster_pods import head_restarts
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.expect.rayservice_history import no_raycluster_must_be_created
-from rayconformance.fixtures.expect.traffic import load_generator_must_get_more_answers
-from rayconformance.fixtures.traffic import answered, summary
+from rayconformance.testing.context import Context
+from rayconformance.testing.events import events
+from rayconformance.testing.expect.raycluster_pods import head_restarts
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.expect.rayservice_history import no_raycluster_must_be_created
+from rayconformance.testing.expect.traffic import load_generator_must_get_more_answers
+from rayconformance.testing.traffic import answered, summary
 
 from .helpers import ON_THE_HEAD, ON_THE_WORKER, deploy, greeter, place_replica, signal_processes
 

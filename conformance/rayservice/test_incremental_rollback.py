@@ -10,12 +10,12 @@ import copy
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures.expect.conditions import conditions_seen, has_condition
-from rayconformance.fixtures.expect.incremental import traffic
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.expect.traffic import load_generator_must_get_more_answers
-from rayconformance.fixtures.traffic import summary
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing.expect.conditions import conditions_seen, has_condition
+from rayconformance.testing.expect.incremental import traffic
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.expect.traffic import load_generator_must_get_more_answers
+from rayconformance.testing.traffic import summary
+from rayconformance.testing.waiting import wait_until
 
 from .helpers import deploy, with_reply
 from .test_incremental_upgrade import GATEWAY_API, backends, incremental_service

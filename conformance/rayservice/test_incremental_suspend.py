@@ -6,8 +6,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.waiting import wait_until
 
 from .helpers import deploy, with_reply
 from .test_incremental_upgrade import GATEWAY_API, incremental_service

@@ -12,14 +12,14 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rayconformance.fixtures.context import Context
-from rayconformance.fixtures.expect.conditions import condition, conditions_seen, has_condition
-from rayconformance.fixtures.expect.incremental import traffic
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.expect.traffic import answers_must_come_from, load_generator_must_get_more_answers
-from rayconformance.fixtures.traffic import answered, summary
-from rayconformance.fixtures.waiting import wait_until
-from rayconformance.fixtures.watch import Watch
+from rayconformance.testing.context import Context
+from rayconformance.testing.expect.conditions import condition, conditions_seen, has_condition
+from rayconformance.testing.expect.incremental import traffic
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.expect.traffic import answers_must_come_from, load_generator_must_get_more_answers
+from rayconformance.testing.traffic import answered, summary
+from rayconformance.testing.waiting import wait_until
+from rayconformance.testing.watch import Watch
 
 from .helpers import deploy, greeter, with_reply
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.managed_by import manager_must_be_immutable_and_known
+from rayconformance.testing.expect.managed_by import manager_must_be_immutable_and_known
 
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 OPERATOR = "ray.io/kuberay-operator"

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.created import raycluster_traces_besides
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.expect.rayservice_history import distinct_states
-from rayconformance.fixtures.traffic import summary
+from rayconformance.testing.expect.created import raycluster_traces_besides
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.expect.rayservice_history import distinct_states
+from rayconformance.testing.traffic import summary
 
 from .helpers import deploy
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.conditions import condition_must_be
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, describe_rayservice
-from rayconformance.fixtures.expect.rayservice_history import no_raycluster_must_be_created
+from rayconformance.testing import ray
+from rayconformance.testing.expect.conditions import condition_must_be
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters, describe_rayservice
+from rayconformance.testing.expect.rayservice_history import no_raycluster_must_be_created
 
 from .helpers import ON_THE_HEAD, ON_THE_WORKER, deploy, greeter, place_replica, with_reply
 

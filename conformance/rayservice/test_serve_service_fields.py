@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect import service_fields
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.expect.rayservice_services import head_service_name
-from rayconformance.fixtures.expect.service_fields import ServiceShape
+from rayconformance.testing.expect import service_fields
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.expect.rayservice_services import head_service_name
+from rayconformance.testing.expect.service_fields import ServiceShape
 
 from .helpers import deploy, greeter
 

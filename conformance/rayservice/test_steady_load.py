@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.expect.rayservice_history import no_pod_must_come_or_go, no_raycluster_must_be_created
-from rayconformance.fixtures.expect.traffic import load_generator_must_get_more_answers
-from rayconformance.fixtures.traffic import summary
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.expect.rayservice_history import no_pod_must_come_or_go, no_raycluster_must_be_created
+from rayconformance.testing.expect.traffic import load_generator_must_get_more_answers
+from rayconformance.testing.traffic import summary
 
-from rayconformance.fixtures.handles.rayservice import TRAFFIC_RATE
+from rayconformance.testing.handles.rayservice import TRAFFIC_RATE
 
 from .helpers import deploy
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.expect.rayservice_history import no_raycluster_must_be_created
-from rayconformance.fixtures.expect.rayservice_suspend import (resume_must_have_reset_ready,
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.expect.rayservice_history import no_raycluster_must_be_created
+from rayconformance.testing.expect.rayservice_suspend import (resume_must_have_reset_ready,
                                                                suspend_must_have_gone_through,
                                                                suspended_status_must_be_cleared)
 

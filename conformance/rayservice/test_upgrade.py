@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from rayconformance.fixtures.expect.conditions import has_condition
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters, describe_rayservice
-from rayconformance.fixtures.traffic import summary
+from rayconformance.testing.expect.conditions import has_condition
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters, describe_rayservice
+from rayconformance.testing.traffic import summary
 
 from .helpers import deploy, greeter, signal_processes
 

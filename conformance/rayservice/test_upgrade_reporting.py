@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.conditions import condition
-from rayconformance.fixtures.expect.rayservice import active_and_pending_clusters
-from rayconformance.fixtures.expect.rayservice_history import states_seen
-from rayconformance.fixtures.watch import Version
+from rayconformance.testing import ray
+from rayconformance.testing.expect.conditions import condition
+from rayconformance.testing.expect.rayservice import active_and_pending_clusters
+from rayconformance.testing.expect.rayservice_history import states_seen
+from rayconformance.testing.watch import Version
 
 from .helpers import deploy
 

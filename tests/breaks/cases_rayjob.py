@@ -5,7 +5,7 @@ import threading
 
 from kubernetes import client
 
-from rayconformance.fixtures.expect import rayjob
+from rayconformance.testing.expect import rayjob
 from tests.breaks.harness import (Case, set_field, until, job_suspended, patch_rayjob_spec,
                                   stop_operator_when)
 
@@ -197,7 +197,7 @@ CASES = [
     Case("submitter_that_keeps_dying_fails_the_job", "reason=SubmissionFailed once its submitter container",
          profile="kuberay-v1.7.0-sidecar-restart", local=True,
          tree_patch="v1.7.0/rayjob-sidecar-restarts-unbounded"),
-    # the submission-mode axis (fixtures/axes.py)
+    # the submission-mode axis (testing/axes.py)
     # (the HTTPMode and SidecarMode runs of the behaviors parametrized over submission modes)
     # entrypointResources dropped from the submission (the Jobs API request, the submitter's command): the
     # entrypoint finds no R1 held for it and exits 1

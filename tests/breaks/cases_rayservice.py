@@ -5,7 +5,7 @@ import threading
 
 from kubernetes import client
 
-from rayconformance.fixtures.expect import rayservice
+from rayconformance.testing.expect import rayservice
 from tests.breaks.harness import (Case, namespace_created, until, service_ready, stop_operator_when,
                                    upgrade_pending)
 

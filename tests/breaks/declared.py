@@ -10,7 +10,7 @@ DECLARED_ENV = "RAYCONF_DECLARED_OUT"
 
 
 def pytest_collection_finish(session) -> None:
-    from rayconformance.fixtures.context import declared_samples
+    from rayconformance.testing.context import declared_samples
     from rayconformance.features import short_name
 
     path = os.environ.get(DECLARED_ENV)

@@ -9,7 +9,7 @@ from typing import Callable
 
 from kubernetes import client
 
-from rayconformance.fixtures.expect import raycluster, rayjob, rayservice
+from rayconformance.testing.expect import raycluster, rayjob, rayservice
 from rayconformance.features import matches
 from rayconformance.kube.namespaces import RUN_LABEL
 from tests.breaks.declared import DECLARED_ENV

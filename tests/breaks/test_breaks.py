@@ -18,7 +18,7 @@ import pytest
 import yaml
 from kubernetes import config
 
-from rayconformance.fixtures import ray
+from rayconformance.testing import ray
 from tests.breaks.conftest import BED_DEFINITION, BED_ENV, DEFAULT_BED
 from tests.breaks import cases_raycluster, cases_raycronjob, cases_rayjob, cases_rayservice
 from tests.breaks.harness import Case, declared_samples, patched_tree, session_keys

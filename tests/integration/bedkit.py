@@ -13,7 +13,7 @@ from rayconformance.clusters.local import nodes, procs
 from rayconformance.clusters.local.nodeagent.kube import ApiError, Kube
 from rayconformance.clusters.local.nodeagent.sandbox import MARKER
 from rayconformance.clusters.local.testbed import TestBed
-from rayconformance.fixtures.waiting import wait_for
+from rayconformance.testing.waiting import wait_for
 
 os.environ.setdefault("RAYCONF_LOCK_WAIT", "3600")
 

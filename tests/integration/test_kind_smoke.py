@@ -12,9 +12,9 @@ import subprocess
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect.raycluster import raycluster_must_be_provisioned
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing import ray
+from rayconformance.testing.expect.raycluster import raycluster_must_be_provisioned
+from rayconformance.testing.waiting import wait_until
 from rayconformance.kube.client import api_client
 from rayconformance.operator import installer, profiles
 from rayconformance.providers import make_provider

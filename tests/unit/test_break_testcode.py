@@ -15,7 +15,7 @@ MODULE = textwrap.dedent('''
     """A module."""
     import pytest
 
-    from rayconformance.fixtures.axes import OWNERS
+    from rayconformance.testing.axes import OWNERS
 
     LIMIT = 3  # the most workers
 
@@ -41,7 +41,7 @@ def test_the_tests_code_is_its_function_and_what_it_uses_of_its_module():
     assert "test_other" not in code and "OWNERS = <imported OWNERS>" in code
     unchanged = [MODULE.replace('"""A module."""', '"""Another docstring."""'),
                  MODULE.replace("  # the most workers", ""),
-                 MODULE.replace("from rayconformance.fixtures.axes import OWNERS", "from fixtures.axes import OWNERS"),
+                 MODULE.replace("from rayconformance.testing.axes import OWNERS", "from testing.axes import OWNERS"),
                  MODULE.replace("assert ctx\n", "assert ctx.other\n")]
     for text in unchanged:
         assert code_of("thing", text) == code, text

@@ -187,11 +187,11 @@ def copy_of_suite(tmp_path):
 
 
 def test_the_suite_digest_covers_the_framework_code_the_tests_run(suite, tmp_path):
-    """A must-hold weakened in fixtures/expect/ is another suite, as much as an edited test."""
+    """A must-hold weakened in testing/expect/ is another suite, as much as an edited test."""
     run(suite)
     copy = copy_of_suite(tmp_path)
     assert certify.verify(suite.run_dir, root=copy) == []
-    expect = copy / "fixtures" / "expect" / "raycluster.py"
+    expect = copy / "src" / "rayconformance" / "testing" / "expect" / "raycluster.py"
     expect.write_text(expect.read_text() + "\nassert True\n")
     problems = certify.verify(suite.run_dir, root=copy)
     assert len(problems) == 1 and problems[0].startswith("suite digest") and "framework code" in problems[0], problems

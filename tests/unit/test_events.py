@@ -1,7 +1,7 @@
 """Events read alike whichever API the operator writes them through (core/v1 count, events.k8s.io/v1 series)."""
 from __future__ import annotations
 
-from rayconformance.fixtures import events
+from rayconformance.testing import events
 
 
 def v1(reason: str, *, series: int | None = None, deprecated: int | None = None) -> dict:
@@ -29,7 +29,7 @@ def test_an_event_written_through_events_k8s_io_is_lazy():
 def test_a_lazy_series_counts_at_least_once_and_never_above(monkeypatch):
     import pytest
 
-    from rayconformance.fixtures.expect import raycluster
+    from rayconformance.testing.expect import raycluster
 
     def seen(*counts, lazy=True):
         monkeypatch.setattr(raycluster, "events", lambda api, ns: [

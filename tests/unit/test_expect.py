@@ -1,11 +1,11 @@
-"""fixtures.expect: the predicates on ray.io objects, and the failure messages naming expected and observed state."""
+"""testing.expect: the predicates on ray.io objects, and the failure messages naming expected and observed state."""
 from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect import raycluster, raycluster_ray, rayjob, rayservice
-from rayconformance.fixtures.expect.conditions import condition, condition_must_be, describe_conditions, has_condition
+from rayconformance.testing import ray
+from rayconformance.testing.expect import raycluster, raycluster_ray, rayjob, rayservice
+from rayconformance.testing.expect.conditions import condition, condition_must_be, describe_conditions, has_condition
 
 CLUSTER = {"kind": "RayCluster", "metadata": {"name": "rc"}, "status": {"conditions": [
     {"type": "RayClusterProvisioned", "status": "True", "reason": "AllPodRunningAndReadyFirstTime"},

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect import incremental, raycluster_history
-from rayconformance.fixtures.expect import rayservice_history as history
-from rayconformance.fixtures.watch import Version
+from rayconformance.testing.expect import incremental, raycluster_history
+from rayconformance.testing.expect import rayservice_history as history
+from rayconformance.testing.watch import Version
 
 from .test_expect_serving import FakeWatch, current, rs
 

@@ -1,11 +1,11 @@
-"""fixtures/expect/kuberay_samples.py: the worker Pods a sample's groups ask for, and the check made once its
+"""testing/expect/kuberay_samples.py: the worker Pods a sample's groups ask for, and the check made once its
 cluster is provisioned, with its expected-vs-observed message."""
 from __future__ import annotations
 
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures.expect import kuberay_samples as expect
+from rayconformance.testing.expect import kuberay_samples as expect
 
 
 def cluster(groups, desired):

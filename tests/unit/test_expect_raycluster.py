@@ -1,4 +1,4 @@
-"""fixtures.expect.raycluster's must-holds that replaced the RayCluster tests' own waits, and the RayCluster
+"""testing.expect.raycluster's must-holds that replaced the RayCluster tests' own waits, and the RayCluster
 handle's default timeouts."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect import raycluster, raycluster_pods
-from rayconformance.fixtures.handles.raycluster import RayCluster
-from rayconformance.fixtures.waiting import Timeouts
+from rayconformance.testing import ray
+from rayconformance.testing.expect import raycluster, raycluster_pods
+from rayconformance.testing.handles.raycluster import RayCluster
+from rayconformance.testing.waiting import Timeouts
 
 
 def cluster(*conditions) -> dict:
@@ -75,7 +75,7 @@ def test_no_auth_secret_of_the_operators(monkeypatch):
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
-    from rayconformance.fixtures.expect import raycluster_ray
+    from rayconformance.testing.expect import raycluster_ray
 
     secrets = {}
 

@@ -1,4 +1,4 @@
-"""fixtures.expect.raycronjob: a RayCronJob's ticks, the shape of the RayJob a tick creates, and the jobTemplate it
+"""testing.expect.raycronjob: a RayCronJob's ticks, the shape of the RayJob a tick creates, and the jobTemplate it
 must carry, with the failure messages naming what was expected and what was observed."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from rayconformance.fixtures.expect import raycronjob as x
+from rayconformance.testing.expect import raycronjob as x
 
 TICK = 29_904_481 * 60
 CRON = {"metadata": {"name": "hello-cron", "uid": "u1"},

@@ -8,10 +8,10 @@ import types
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect import raycluster_pods, rayservice
-from rayconformance.fixtures.expect import rayservice_history as history
-from rayconformance.fixtures.watch import Version, Watch
+from rayconformance.testing import ray
+from rayconformance.testing.expect import raycluster_pods, rayservice
+from rayconformance.testing.expect import rayservice_history as history
+from rayconformance.testing.watch import Version, Watch
 
 
 def pod(name: str, uid: str = "u", ready: bool = True, serve: str | None = "true", restarts: int = 0):

@@ -13,8 +13,8 @@ import yaml
 
 from rayconformance.__main__ import main
 from rayconformance.fieldcov import coverage, paths, record
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.handles.base import must
+from rayconformance.testing import ray
+from rayconformance.testing.handles.base import must
 from rayconformance.report import results as report
 from rayconformance.report import field_coverage as show
 
@@ -234,7 +234,7 @@ from unittest import mock
 
 import pytest
 
-from rayconformance.fixtures import ray
+from rayconformance.testing import ray
 from rayconformance.fieldcov import record
 
 

@@ -171,7 +171,7 @@ def test_two(ctx, case):
 
 def test_the_static_reader_evaluates_declarations_made_of_data(static, tmp_path):
     (tmp_path / "conformance").mkdir()
-    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "src" / "rayconformance" / "testing").mkdir(parents=True)
     (tmp_path / "conformance" / "test_x.py").write_text(SOURCE)
     found, copied = static.declared_in_sources(tmp_path)
     assert found == {"RayJob:spec.rayClusterSpec.rayVersion", "RayJob:spec.rayClusterSpec.suspend",
@@ -189,7 +189,7 @@ def test_relations_and_the_fixpoint_directly():
 
 def test_each_copy_case_declares_only_fields_its_spec_sets_all_of_them_in_the_v1_7_0_crd(crds):
     from rayconformance.fieldcov import paths
-    from rayconformance.fixtures import copied_specs
+    from rayconformance.testing import copied_specs
 
     fields = {f.segments for f in coverage.crd_fields(crds[0], coverage.load_keys())}
     assert set(copied_specs.COPIED) == set(copied_specs.SPECS)
@@ -205,11 +205,11 @@ def test_each_copy_case_declares_only_fields_its_spec_sets_all_of_them_in_the_v1
 
 
 def test_each_job_template_declares_only_fields_it_sets_all_in_the_v1_7_0_raycronjob_crd():
-    """The RayCronJob copy test's templates (fixtures/copied_job_templates.py): every declared path set and a field
+    """The RayCronJob copy test's templates (testing/copied_job_templates.py): every declared path set and a field
     of the jobTemplate, EVERY_COPIED their union, and what v1.7.0's RayJob validation refuses together kept apart."""
     from rayconformance.fieldcov import paths
-    from rayconformance.fixtures import copied_job_templates as jobs
-    from rayconformance.fixtures import copied_specs
+    from rayconformance.testing import copied_job_templates as jobs
+    from rayconformance.testing import copied_specs
 
     cron = load("ray.io_raycronjobs.v1.7.0.yaml")
     fields = {f.segments for f in coverage.crd_fields(cron, coverage.load_keys())}
@@ -232,7 +232,7 @@ def test_each_job_template_declares_only_fields_it_sets_all_in_the_v1_7_0_raycro
 
 
 def test_the_copy_comparison_names_path_expected_and_observed_and_ignores_defaults():
-    from rayconformance.fixtures.expect import copied_spec
+    from rayconformance.testing.expect import copied_spec
 
     sent = {"a": {"b": 1, "c": [{"d": "x"}]}, "e": ["p", "q"], "f": "v"}
     seen = {"a": {"b": 1, "c": [{"d": "y", "default": 0}], "extra": True}, "e": ["p"]}

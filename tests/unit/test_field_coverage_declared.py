@@ -1,5 +1,5 @@
 """The fields the must-hold helpers declare they assert (`@record.covers(...)` and `record.declare(...)` in
-fixtures/expect and fixtures/handles, read from the sources) and those conformance/field-assertions.yaml lists for the
+testing/expect and testing/handles, read from the sources) and those conformance/field-assertions.yaml lists for the
 tests' bodies: each is a field of KubeRay v1.7.0's CRDs or an operator-read key of
 src/rayconformance/fieldcov/operator-keys.yaml, so nothing counts a field no CRD has; and the file names only tests the
 suite has."""
@@ -16,7 +16,7 @@ import yaml
 from rayconformance.fieldcov import assertions_file, coverage, paths
 
 ROOT = Path(__file__).resolve().parents[2]
-HELPERS = [ROOT / "fixtures" / "expect", ROOT / "fixtures" / "handles"]
+HELPERS = [ROOT / "src" / "rayconformance" / "testing" / "expect", ROOT / "src" / "rayconformance" / "testing" / "handles"]
 DATA = Path(__file__).parent / "data" / "fieldcov"
 CRD_FILES = {"RayCluster": "ray.io_rayclusters.v1.7.0.yaml", "RayJob": "ray.io_rayjobs.v1.7.0.yaml",
              "RayService": "ray.io_rayservices.v1.7.0.yaml", "RayCronJob": "ray.io_raycronjobs.v1.7.0.yaml"}

@@ -1,13 +1,13 @@
-"""fixtures.handles.raycluster: every must-hold of a RayCluster handle is a `must` of its check (the subject the check
+"""testing.handles.raycluster: every must-hold of a RayCluster handle is a `must` of its check (the subject the check
 takes, the operation's default timeout or none), and `held()` keeps the RayCluster from going for a block only."""
 from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.expect import raycluster as expect
-from rayconformance.fixtures.expect import raycluster_pods, raycluster_ray
-from rayconformance.fixtures.handles.raycluster import HOLD
+from rayconformance.testing import ray
+from rayconformance.testing.expect import raycluster as expect
+from rayconformance.testing.expect import raycluster_pods, raycluster_ray
+from rayconformance.testing.handles.raycluster import HOLD
 
 from . import test_handles_rayjob
 

@@ -1,14 +1,14 @@
-"""fixtures.handles.rayjob: a RayJob handle waits through fixtures.expect with its operation's default timeout,
+"""testing.handles.rayjob: a RayJob handle waits through testing.expect with its operation's default timeout,
 or the one a test passes, and fails with the expect function's message."""
 from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures import ray
-from rayconformance.fixtures.context import Context
-from rayconformance.fixtures.expect import rayjob as expect
-from rayconformance.fixtures.handles import rayjob as handle  # noqa: F401 - made before a test patches expect
-from rayconformance.fixtures.waiting import Timeouts
+from rayconformance.testing import ray
+from rayconformance.testing.context import Context
+from rayconformance.testing.expect import rayjob as expect
+from rayconformance.testing.handles import rayjob as handle  # noqa: F401 - made before a test patches expect
+from rayconformance.testing.waiting import Timeouts
 
 
 @pytest.fixture

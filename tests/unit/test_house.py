@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 400
 
 PKG = "rayconformance"
-FIXTURES, CLUSTERS = f"{PKG}.fixtures", f"{PKG}.clusters"
+FIXTURES, TESTING, CLUSTERS = f"{PKG}.fixtures", f"{PKG}.testing", f"{PKG}.clusters"
 OUTSIDE_THE_PRODUCT = ("conformance", "tests", "bench")  # top-level folders the installed package never imports
 # The layers of the package, lowest first: a module may import the modules of its own layer and of those below it,
 # never one above. A module is in the layer of the scope (a package, or a module) that names it most closely; the
@@ -23,15 +23,15 @@ OUTSIDE_THE_PRODUCT = ("conformance", "tests", "bench")  # top-level folders the
 LAYERS = (
     ("cluster definitions and test beds (clusters/)", (CLUSTERS,)),
     ("the helpers any layer may use", (PKG, f"{PKG}.errors", f"{PKG}.describe", f"{PKG}.features", f"{PKG}.schemas")),
-    ("waiting, which everything that waits goes through (fixtures/waiting.py)", (f"{FIXTURES}.waiting",)),
+    ("waiting, which everything that waits goes through (testing/waiting.py)", (f"{TESTING}.waiting",)),
     ("Kubernetes access", (f"{PKG}.kube",)),
     ("field coverage, as measured", (f"{PKG}.fieldcov",)),
     ("the conformance report", (f"{PKG}.report",)),
     ("cluster providers", (f"{PKG}.providers",)),
     ("the operator under test", (f"{PKG}.operator",)),
-    ("what the tests import: ctx, handles, must-holds, watches, traffic (fixtures/)", (FIXTURES,)),
+    ("what the tests import: ctx, handles, must-holds, watches, traffic (testing/)", (TESTING,)),
     ("a conformance run: options to finish, bring-up", (f"{PKG}.run",)),
-    ("the pytest fixtures proper", (f"{FIXTURES}.session_fixtures", f"{FIXTURES}.pertest")),
+    ("the pytest fixtures (fixtures/)", (FIXTURES,)),
     ("the pytest plugin", (f"{PKG}.plugin",)),
     # the commands: python -m rayconformance (and its `results`, where the suite has it), the version matrix
     ("the commands", (f"{PKG}.__main__", f"{PKG}.results", f"{PKG}.matrix")),
@@ -41,6 +41,7 @@ IMPORT_NOTHING = {  # module -> why it imports nothing of the project (its own p
        for m in (PKG, f"{PKG}.errors", f"{PKG}.describe", f"{PKG}.features", f"{PKG}.schemas")},
     CLUSTERS: "cluster definitions and test beds sit below everything else",
 }
+TESTING_DIR = ROOT / "src" / PKG / "testing"
 NAMED_MODULES = ("src/rayconformance", "fixtures")  # packages under these name each of their modules in a docstring
 
 
@@ -119,13 +120,13 @@ def _layer(module: str) -> int | None:
 
 def test_the_modules_and_their_imports_are_found():
     assert f"{PKG}.plugin.wiring" in MODULES and f"{CLUSTERS}.local.testbed" in MODULES, sorted(MODULES)
-    assert f"{FIXTURES}.waiting" in MODULES and f"{PKG}.errors" in MODULES, sorted(MODULES)
+    assert f"{TESTING}.waiting" in MODULES and f"{PKG}.errors" in MODULES, sorted(MODULES)
     assert f"{PKG}.providers" in {t for t, _ in GRAPH[f"{PKG}.run.environment"]}, "a top-level import"
     assert f"{PKG}.operator.installer" in {t for t, _ in GRAPH[f"{PKG}.run.environment"]}, \
         "an import inside a function, of a submodule (`from rayconformance.operator import installer`)"
     assert f"{PKG}.run.state" in {t for t, _ in GRAPH[f"{PKG}.run.bringup"]}, "a relative one (`from .state import`)"
     assert f"{CLUSTERS}.toolcache" in {t for t, _ in GRAPH[f"{CLUSTERS}.local.storage"]}, "`from .. import toolcache`"
-    assert _layer(f"{FIXTURES}.waiting") < _layer(f"{PKG}.kube.objects") < _layer(f"{FIXTURES}.context") \
+    assert _layer(f"{TESTING}.waiting") < _layer(f"{PKG}.kube.objects") < _layer(f"{TESTING}.context") \
         < _layer(f"{PKG}.run.options") < _layer(f"{FIXTURES}.pertest"), "a module is in its closest scope's layer"
     assert _layer(f"{PKG}.report.results") != _layer(PKG), "the root package names only itself"
 
@@ -250,7 +251,7 @@ def test_every_module_says_what_it_holds(top):
 def _named_packages() -> list[Path]:
     return sorted(init.parent for top in NAMED_MODULES for init in (ROOT / top).rglob("__init__.py")
                   if init.parent != ROOT / "src" / PKG and "__pycache__" not in init.parts
-                  and (init.parent == ROOT / top or top != "fixtures"))
+                  and TESTING_DIR not in init.parent.parents)  # expect/ and handles/ say it per module
 
 
 @pytest.mark.parametrize("package", _named_packages(), ids=lambda p: str(p.relative_to(ROOT)))

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing.waiting import wait_until
 
 INTERRUPTED = '''
 import pytest

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from rayconformance.fixtures.programs import PROGRAMS, ProgramError, program, python_c
+from rayconformance.testing.programs import PROGRAMS, ProgramError, program, python_c
 
 FILES = sorted(PROGRAMS.glob("*.py"))
 PARAMETER = re.compile(r"^(\w+)[ \t]*=.*#[ \t]*parameter[ \t]*$", re.M)

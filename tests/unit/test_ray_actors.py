@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.ray_actors import ask_actors, create_actors, kill_actors, placed
+from rayconformance.testing.ray_actors import ask_actors, create_actors, kill_actors, placed
 
 
 @pytest.mark.parametrize("code", [

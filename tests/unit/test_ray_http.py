@@ -1,4 +1,4 @@
-"""Ray's HTTP APIs as fixtures/ray.py reaches them (through the apiserver's services/proxy, over httpx as the
+"""Ray's HTTP APIs as testing/ray.py reaches them (through the apiserver's services/proxy, over httpx as the
 ApiClient is configured), against a local HTTP server standing in for the apiserver: the status and body of every
 answer (errors too), (0, why) when no answer comes, the headers and the bearer token sent."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from kubernetes import client
 
-from rayconformance.fixtures import ray
+from rayconformance.testing import ray
 from rayconformance.kube import httpclient
 
 PROXY = "/api/v1/namespaces/ns/services/svc:dashboard/proxy"

@@ -1,11 +1,11 @@
-"""fixtures.handles.redis: the gcsFaultToleranceOptions each way of reaching the Redis sets, and how the keys of
-one storage namespace are told apart (fixtures.expect.redis)."""
+"""testing.handles.redis: the gcsFaultToleranceOptions each way of reaching the Redis sets, and how the keys of
+one storage namespace are told apart (testing.expect.redis)."""
 from __future__ import annotations
 
 import pytest
 
-from rayconformance.fixtures.expect import redis as expect
-from rayconformance.fixtures.handles.redis import ACL_SECRET, ACL_USER, Access
+from rayconformance.testing.expect import redis as expect
+from rayconformance.testing.handles.redis import ACL_SECRET, ACL_USER, Access
 
 
 def test_default_access_is_the_sample_s():

@@ -65,7 +65,7 @@ def test_the_gateway_features_are_those_of_the_tests_using_the_gateway():
     import ast
     from pathlib import Path
 
-    from rayconformance.fixtures.context import FIXTURE_FEATURES
+    from rayconformance.testing.context import FIXTURE_FEATURES
 
     found = set()
     for path in (Path(__file__).resolve().parents[2] / "conformance").rglob("test_*.py"):

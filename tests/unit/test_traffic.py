@@ -1,4 +1,4 @@
-"""The load generator's handle (fixtures.traffic) and what must hold of it (fixtures.expect.traffic), against a
+"""The load generator's handle (testing.traffic) and what must hold of it (testing.expect.traffic), against a
 fake Pod API: stopping it reads its final line after a graceful deletion, its statistics are recorded, and traffic
 outlasts an old RayCluster's Pods by the window."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import pytest
 from kubernetes.client.rest import ApiException
 
-from rayconformance.fixtures import ray, traffic
-from rayconformance.fixtures.expect import traffic as expect
+from rayconformance.testing import ray, traffic
+from rayconformance.testing.expect import traffic as expect
 
 LINE = {"elapsed": 3.0, "clock_epoch": 1000.0, "rate": 20, "requests": 60, "ok": 60, "failures": 0,
         "failure_kinds": {}, "errors": {}, "warmup_failures": 0, "warmup_errors": {}, "answers": {"v1 from a": 60},

@@ -1,5 +1,5 @@
 """bench/upstream_samples.py, its parts (bench/upstream/) and what it shares with the conformance tests of KubeRay's
-samples (fixtures/kuberay_samples.py): which samples run or are skipped, the setup their comments ask for, when a
+samples (testing/kuberay_samples.py): which samples run or are skipped, the setup their comments ask for, when a
 sample has reached its goal or never can, and its teardown."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def samples():
 @pytest.fixture(scope="module")
 def plan():
     """Where the samples are and which of them run (shared with the conformance tests)."""
-    return importlib.import_module("rayconformance.fixtures.kuberay_samples")
+    return importlib.import_module("rayconformance.testing.kuberay_samples")
 
 
 @pytest.fixture(scope="module")

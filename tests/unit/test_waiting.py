@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rayconformance.fixtures.waiting import Timeouts, describe, wait_for, wait_until
+from rayconformance.testing.waiting import Timeouts, describe, wait_for, wait_until
 
 
 def test_returns_the_object_once_it_holds():

@@ -1,6 +1,6 @@
 """No wait passes by running out: a window in which nothing could be observed, or events may have been lost, fails
 instead of reading as "nothing happened" (`must_keep`, `Watch.first` after an error or a relist), and no helper of
-`fixtures/expect` turns a timed-out wait into a pass."""
+`testing/expect` turns a timed-out wait into a pass."""
 from __future__ import annotations
 
 import ast
@@ -9,8 +9,8 @@ import pathlib
 
 import pytest
 
-from rayconformance.fixtures.waiting import must_keep
-from rayconformance.fixtures.watch import Watch
+from rayconformance.testing.waiting import must_keep
+from rayconformance.testing.watch import Watch
 from rayconformance.kube.listwatch import Gap, ListWatch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -114,19 +114,20 @@ def test_a_relist_records_its_gap():
 def test_no_expect_helper_catches_a_timed_out_wait():
     """`except AssertionError` around a wait turns "could not tell" into "did not happen"."""
     caught = []
-    for path in sorted((ROOT / "fixtures" / "expect").glob("*.py")):
+    for path in sorted((ROOT / "src" / "rayconformance" / "testing" / "expect").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ExceptHandler) and node.type is not None and "AssertionError" in ast.unparse(
                     node.type):
                 caught.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert not caught, f"these catch AssertionError (a wait's verdict) in fixtures/expect: {caught}"
+    assert not caught, f"these catch AssertionError (a wait's verdict) in testing/expect: {caught}"
 
 
 def test_no_expect_helper_ends_a_hold_when_its_time_runs_out():
     """`wait_until(get, lambda s: not held(s) or now >= until)` (in a helper or a test) passes on one good look at the end after a window of
     failed looks (a failed look is "not yet" to `wait_until`): a hold is `must_keep`'s."""
     found = []
-    for path in sorted([*(ROOT / "fixtures").rglob("*.py"), *(ROOT / "conformance").rglob("*.py")]):
+    for path in sorted([*(ROOT / "src" / "rayconformance" / "testing").rglob("*.py"),
+                        *(ROOT / "conformance").rglob("*.py")]):
         for node in ast.walk(ast.parse(path.read_text())):
             if not (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("wait_until") and len(node.args) > 1):
                 continue

@@ -1,6 +1,6 @@
 """What one test sets and asserts, recorded in the process that runs it (an xdist worker or the only process).
 
-`record_body` is called with every body the suite creates or patches ray.io objects with (fixtures/ray.py
+`record_body` is called with every body the suite creates or patches ray.io objects with (testing/ray.py
 RayResources); `declare`, the `covers` marker and decorator, and the test's entries in
 conformance/field-assertions.yaml (assertions_file.py) name the fields whose effect the test asserts;
 `declare_copied` names fields the test asserted were copied unchanged into another object (copies.py). At the

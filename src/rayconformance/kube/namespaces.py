@@ -10,7 +10,7 @@ import string
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rayconformance.fixtures.waiting import wait_for
+from rayconformance.testing.waiting import wait_for
 
 RUN_LABEL = "rayconformance.io/run"
 TEST_LABEL = "rayconformance.io/test"

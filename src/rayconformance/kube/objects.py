@@ -14,7 +14,7 @@ from kubernetes.client.rest import ApiException
 from kubernetes.utils import create_from_dict
 
 from rayconformance.errors import one_line
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing.waiting import wait_until
 
 CRD_TIMEOUT = 60.0  # seconds, before --timeout-scale, as is the one below
 DELETE_TIMEOUT = 120.0

@@ -10,7 +10,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing.waiting import wait_until
 from rayconformance.kube.client import api_client
 from rayconformance.kube.objects import DELETE_TIMEOUT, create_all, delete_all
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kubernetes import client
 
-from rayconformance.fixtures.waiting import wait_until
+from rayconformance.testing.waiting import wait_until
 from rayconformance.kube.client import running_and_ready
 from rayconformance.kube.objects import DELETE_TIMEOUT, delete_all, object_key, replace_all
 

@@ -20,7 +20,7 @@ import pytest
 
 from rayconformance.fieldcov import coverage as field_coverage
 from rayconformance.fieldcov import record as field_record
-from rayconformance.fixtures.context import MARKER_HELP as SAMPLES_MARKER_HELP
+from rayconformance.testing.context import MARKER_HELP as SAMPLES_MARKER_HELP
 from rayconformance.report import field_coverage as field_show
 from rayconformance.report.failures import Failures
 from rayconformance.report.results import HtmlColumns, Results

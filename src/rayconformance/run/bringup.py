@@ -4,7 +4,7 @@ After collection, the tests that will run say whether they need the `cluster` an
 Without xdist the (only) process brings them up right away. Under xdist each worker writes what its
 collection needs to `<run dir>/needs.json`, and the controller brings the environment up when a worker
 has finished collecting, before any test is scheduled; workers then read `environment.json`. The samples the
-selected tests declare (fixtures.context) are checked first (a missing or broken one stops the run in one line; a
+selected tests declare (testing.context) are checked first (a missing or broken one stops the run in one line; a
 worker writes it into needs.json for the controller to stop the run, as a worker raising would only crash), and their
 images prepared before the first test, as are the operator images of the releases the profile is upgraded from when
 a test swaps them in.
@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from rayconformance.fixtures.context import declared_samples
+from rayconformance.testing.context import declared_samples
 
 from .environment import BringUpError
 from .state import Run
@@ -28,7 +28,7 @@ NEEDED = ("cluster", "operator", "operator_release_swap")
 
 def check_samples(names: list[str]) -> None:
     """Every declared sample exists and parses, or the run stops before bring-up, naming it in one line."""
-    from rayconformance.fixtures import ray
+    from rayconformance.testing import ray
 
     for name in names:
         try:

@@ -150,7 +150,7 @@ class Session:
     def _prepare_samples(self, samples: list[str]) -> None:
         """The images of the samples the selected tests declare, at the run's Ray version, made ready before the
         first test (a provider that pulls or builds them on first use would otherwise do it inside a test)."""
-        from rayconformance.fixtures import ray
+        from rayconformance.testing import ray
         from rayconformance.providers import images_of
 
         new = [s for s in samples if s not in self.prepared]
@@ -186,7 +186,7 @@ class Session:
     def tear_down(self, timeout: float) -> None:
         """Sweep the run's namespaces, uninstall the operator, take the cluster down; problems become warnings.
         Ctrl-C during the sweep or the uninstall skips the rest of them; taking the cluster down ignores Ctrl-C."""
-        from rayconformance.fixtures import gateway
+        from rayconformance.testing import gateway
         from rayconformance.kube import client as kube, namespaces
         from rayconformance.operator import installer
 

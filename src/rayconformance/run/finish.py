@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rayconformance.fieldcov import coverage as field_coverage
-from rayconformance.fixtures.waiting import Timeouts
+from rayconformance.testing.waiting import Timeouts
 from rayconformance.report import archive, baseline, certify, results as report, page as report_page, signing, summary
 from rayconformance.report import field_coverage as field_show
 

@@ -23,7 +23,7 @@ import sys
 import yaml
 
 from rayconformance import features, providers
-from rayconformance.fixtures.context import FIXTURE_FEATURES
+from rayconformance.testing.context import FIXTURE_FEATURES
 from rayconformance.operator import profiles
 
 from .options import OPTS
