@@ -232,7 +232,7 @@ def resolve_install(spec: InstallSection, provider: str, profile_name: str, opti
                     ) -> tuple[Path, InstallSection, TreeKey] | None:
     """For an install section whose `source` is a tree: the tree's build in the tool cache (built on first use; its
     `config/` and `helm-chart/` are what `manifests` and `helm.chart` are relative to), the section with the
-    build's images (source.py's `built_image`: on the providers that run the project's build; on kind its image
+    build's images (install_section.py's `built_image`: on the providers that run the project's build; on kind its image
     archive is made when missing), and the tree's key. None for an install of a release. SourceTreeError, one
     line, when no usable tree is given."""
     src = spec.source
