@@ -147,4 +147,5 @@ def schema_problem(doc: dict) -> str | None:
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
     if error is None:
         return None
-    return f"{'.'.join(str(p) for p in error.absolute_path) or 'the top level'}: {' '.join(error.message.split())[:300]}"
+    where = ".".join(str(p) for p in error.absolute_path) or "the top level"
+    return f"{where}: {' '.join(error.message.split())[:300]}"

@@ -16,7 +16,8 @@ import yaml
 from rayconformance.fieldcov import assertions_file, coverage, paths
 
 ROOT = Path(__file__).resolve().parents[2]
-HELPERS = [ROOT / "src" / "rayconformance" / "testing" / "expect", ROOT / "src" / "rayconformance" / "testing" / "handles"]
+HELPERS = [ROOT / "src" / "rayconformance" / "testing" / "expect",
+           ROOT / "src" / "rayconformance" / "testing" / "handles"]
 DATA = Path(__file__).parent / "data" / "fieldcov"
 CRD_FILES = {"RayCluster": "ray.io_rayclusters.v1.7.0.yaml", "RayJob": "ray.io_rayjobs.v1.7.0.yaml",
              "RayService": "ray.io_rayservices.v1.7.0.yaml", "RayCronJob": "ray.io_raycronjobs.v1.7.0.yaml"}

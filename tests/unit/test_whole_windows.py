@@ -123,13 +123,14 @@ def test_no_expect_helper_catches_a_timed_out_wait():
 
 
 def test_no_expect_helper_ends_a_hold_when_its_time_runs_out():
-    """`wait_until(get, lambda s: not held(s) or now >= until)` (in a helper or a test) passes on one good look at the end after a window of
-    failed looks (a failed look is "not yet" to `wait_until`): a hold is `must_keep`'s."""
+    """`wait_until(get, lambda s: not held(s) or now >= until)` (in a helper or a test) passes on one good look at the
+    end after a window of failed looks (a failed look is "not yet" to `wait_until`): a hold is `must_keep`'s."""
     found = []
     for path in sorted([*(ROOT / "src" / "rayconformance" / "testing").rglob("*.py"),
                         *(ROOT / "conformance").rglob("*.py")]):
         for node in ast.walk(ast.parse(path.read_text())):
-            if not (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("wait_until") and len(node.args) > 1):
+            is_wait = isinstance(node, ast.Call) and ast.unparse(node.func).endswith("wait_until")
+            if not (is_wait and len(node.args) > 1):
                 continue
             holds = node.args[1]
             body = holds.body if isinstance(holds, ast.Lambda) else None
