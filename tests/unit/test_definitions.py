@@ -91,11 +91,11 @@ def test_a_bad_section_names_the_file_and_key_in_one_line(tmp_path, doc, key, pr
 
 def test_a_definition_is_checked_against_its_schema_in_one_line(tmp_path):
     kind = yaml.safe_load((CLUSTERS_DIR / "kind-cpu.yaml").read_text())
-    path = write(tmp_path, {**kind, "kindCluster": {**kind["kindCluster"], "loadImages": [7]}})
+    path = write(tmp_path, {**kind, "kindCluster": {**kind["kindCluster"], "loadImages": [{"image": "x"}]}})
     with pytest.raises(DefinitionError) as e:
         definition.load(str(path))
-    assert str(e.value) == (f"cluster definition {path}: kindCluster.loadImages.0: 7 is not of type 'string' (its "
-                            "schema: clusters/definition.schema.json)")
+    assert str(e.value).startswith(f"cluster definition {path}: kindCluster.loadImages.0: {{'image': 'x'}} is not of ")
+    assert str(e.value).endswith("(its schema: clusters/definition.schema.json)") and "\n" not in str(e.value)
 
 
 def test_the_control_plane_gates_reach_the_components_that_read_them():
@@ -197,3 +197,11 @@ def test_resolved_once_for_all_xdist_workers(suite):
                                                  "--cluster=local-gpu", "--run-test=definition_travels")
     result.assert_outcomes(passed=4)
     assert (suite.pytester.path / "parses").read_text().split() == ["local-gpu"]
+
+
+def test_the_schema_takes_what_the_parsers_take():
+    """Values the sections turn into strings, or read as absent, fit the schema as they fit the parsers."""
+    doc = local_doc(images=[{"match": "x:*", "runtime": "host", "user": 1000, "entrypoint": ["sleep", 3600],
+                             "volumes": None, "workingDir": None}],
+                    nodes=[{"name": "a", "capacity": {"cpu": 0.5}, "gpus": None}])
+    assert definition.schema_problem(doc) is None

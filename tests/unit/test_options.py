@@ -118,7 +118,7 @@ def test_unknown_key_in_options_file(suite, pytester):
 def test_an_options_file_is_checked_against_its_schema(suite, pytester):
     pytester.makefile(".yaml", opts="run-id: {a: 1}\n")
     line = usage_error(suite.run("--conformance-options-file=opts.yaml"))
-    assert "options file opts.yaml: run-id: {'a': 1} is not of type 'string', 'number'" in line, line
+    assert "options file opts.yaml: run-id: {'a': 1} is not of type 'string', 'number', 'null'" in line, line
     assert "(its schema: python -m rayconformance schema options)" in line
 
 

@@ -166,6 +166,11 @@ def test_a_missing_manifest_of_the_profiles_own_is_one_line(tmp_path):
     assert "install.kind.manifests:" in str(e.value) and "deploy not found" in str(e.value)
 
 
+def test_the_schema_takes_the_nulls_the_hand_checks_take():
+    p = parse("rayVersion: null\ninstall: {local: {image: null, manifests: null, args: null, namespace: null}}\n")
+    assert p.install["local"].image is None and p.ray_version is None
+
+
 def test_well_formed_manifests_of_the_profiles_own_load(tmp_path):
     import yaml
 

@@ -165,6 +165,8 @@ def test_a_run_on_kind_is_published_beside_the_beds_run():
                           "cluster": {"provider": "kind"}}) == ("kuberay", "v1.7.0+ray2.46.0+kind")
     assert publish.place({"implementation": impl, "mode": "multi-tenant"}) == ("kuberay", "v1.7.0+mode-multi-tenant")
     assert publish.place({"implementation": impl, "mode": "default"}) == ("kuberay", "v1.7.0")
+    with pytest.raises(publish.PublishError, match="mode 'gpu nodes' cannot name a directory"):
+        publish.place({"implementation": impl, "mode": "gpu nodes"})
 
 
 def test_a_run_of_uncommitted_tests_is_not_published(suite, tmp_path):

@@ -74,7 +74,10 @@ def place(report: dict) -> tuple[str, str]:
     if provider and provider != BED and NAME.match(provider):
         out[1] += f"+{provider}"
     mode = str(report.get("mode") or "default")
-    if mode != "default" and NAME.match(mode):
+    if mode != "default":
+        if not NAME.match(mode):
+            raise PublishError(f"mode {mode!r} cannot name a directory: use letters, digits, '.', '_', '+' or '-' "
+                               "(--mode sets it)")
         out[1] += f"+mode-{mode}"
     return out[0], out[1]
 

@@ -80,9 +80,8 @@ OPTS = (
     Opt("report-dir", "str", "reports", "directory for run output (default: reports)"),
     Opt("run-id", "str", None, "name of this run's directory and label value (default: timestamp + random)"),
     Opt("keep-resources", "flag", False, "keep namespaces, the operator and the cluster after the run"),
-    Opt("diagnostics", "str", "evidence", "what each test's namespace leaves in the run's diagnostics: evidence "
-                                          "(every test's objects and events, a failed test's logs), full (logs of "
-                                          "passing tests too) or failed (failed tests only)"),
+    Opt("diagnostics", "str", "evidence", "each test's diagnostics: evidence (objects and events; a failed test's "
+                                          "logs too), full (every test's logs too) or failed (failed tests only)"),
     Opt("mode", "str", "default", "the implementation's operating mode, as recorded in the report"),
     Opt("report-organization", "str", None, "override the profile's implementation.organization"),
     Opt("report-project", "str", None, "override the profile's implementation.project"),
@@ -197,9 +196,10 @@ def read_file(path: str | None) -> dict:
 
 def options_file_schema() -> dict:
     """The JSON Schema of an options file (--conformance-options-file): each option by its kind."""
-    kinds = {"str": {"type": ["string", "number"]}, "flag": {"type": "boolean"},
-             "float": {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "string"}]},
-             "list": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": ["string", "number"]}}]}}
+    kinds = {"str": {"type": ["string", "number", "null"]}, "flag": {"type": ["boolean", "null"]},  # null: the default
+             "float": {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": ["string", "null"]}]},
+             "list": {"anyOf": [{"type": ["string", "null"]},
+                                {"type": "array", "items": {"type": ["string", "number"]}}]}}
     properties = {o.name: {**kinds[o.kind], "description": o.help} for o in OPTS}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "rayconformance options file",
             "type": "object", "additionalProperties": False, "properties": properties}
